@@ -1,0 +1,100 @@
+#include "report.h"
+
+#include <cstdio>
+
+namespace weft::perf {
+namespace {
+
+constexpr const char* kTestsVersion = "0.1.0";
+
+// Partial lines are flushed at once so that a slow size shows its progress, as nccl-tests does.
+void flushOut() {
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+std::string formatValue(double value, int width) {
+  char text[64];
+  for (int decimals = 2; decimals >= 0; --decimals) {
+    if (std::snprintf(text, sizeof(text), "%*.*f", width, decimals, value) <= width) return text;
+  }
+  std::snprintf(text, sizeof(text), width >= 7 ? "%*.1e" : "%*.0e", width, value);
+  return text;
+}
+
+void printPreamble(const char* programName, int libraryVersion, const Options& o,
+                   const std::vector<RankInfo>& ranks) {
+  std::printf("# weft-tests version %s weft-headers=%d weft-library=%d\n", kTestsVersion,
+              WEFT_VERSION_CODE, libraryVersion);
+  std::printf("# Collective test starting: %s\n", programName);
+  const bool geometric = o.stepFactor > 1;
+  std::printf(
+      "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
+      "agg iters: %d validation: %d graph: 0\n",
+      o.nThreads, o.nGpus, o.minBytes, o.maxBytes, geometric ? o.stepFactor : o.stepBytes,
+      geometric ? "factor" : "bytes", o.warmupIters, o.iters, o.aggIters, o.check);
+  if (o.blocking == 1) {
+    std::printf("# Blocking Enabled: wait and barrier after each inner iteration (-m) \n");
+  } else if (o.blocking == 2) {
+    std::printf("# Blocking Enabled: wait after each inner iteration (-m), no barrier \n");
+  } else if (o.blocking == 3) {
+    std::printf(
+        "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes "
+        "barrier \n");
+  }
+  std::printf("#\n# Using devices\n");
+  for (const RankInfo& r : ranks) {
+    std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [cpu] CPU\n", r.rank, 0, r.pid,
+                r.host.c_str(), r.device);
+  }
+
+  const char* time = o.reportCpuTime ? "cputime" : "time";
+  std::printf("#\n");
+  std::printf(
+      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
+      "          \n",
+      "", "", "", "", "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "size",
+              "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw",
+              "busbw", "#wrong");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "(B)",
+              "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+              "");
+  flushOut();
+}
+
+void printRowPrefix(size_t bytes, size_t count, const char* typeName, const char* opName,
+                    int root) {
+  std::printf("%12zu  %12zu  %8s  %6s  %6d", bytes, count, typeName, opName, root);
+  flushOut();
+}
+
+void printRowVariant(double timeUsec, double algBw, double busBw, int64_t wrong) {
+  const std::string time = formatValue(timeUsec, 7);
+  const std::string alg = formatValue(algBw, 6);
+  const std::string bus = formatValue(busBw, 6);
+  if (wrong >= 0) {
+    std::printf("  %7s  %6s  %6s  %6g", time.c_str(), alg.c_str(), bus.c_str(), double(wrong));
+  } else {
+    std::printf("  %7s  %6s  %6s    N/A", time.c_str(), alg.c_str(), bus.c_str());
+  }
+  flushOut();
+}
+
+void printRowEnd() {
+  std::printf("\n");
+  flushOut();
+}
+
+void printSummary(const char* programName, int failedChecks, double avgBusBw, double minBw) {
+  std::printf("# %-20s : %d %s\n", "Out of bounds values", failedChecks,
+              failedChecks ? "FAILED" : "OK");
+  const char* verdict = minBw < 0 ? "" : (avgBusBw < 0.9 * minBw ? "FAILED" : "OK");
+  std::printf("# %-20s : %g %s\n", "Avg bus bandwidth", avgBusBw, verdict);
+  std::printf("#\n");
+  std::printf("# Collective test concluded: %s\n", programName);
+  flushOut();
+}
+
+}  // namespace weft::perf

@@ -1,0 +1,87 @@
+#include "algos/algo_context.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace weft {
+
+void OpResources::AlignedFree::operator()(std::byte* p) const { std::free(p); }
+
+OpResources::OpResources(int nranks) : sendCounters(nranks), recvCounters(nranks) {}
+
+void* OpResources::scratch(size_t bytes) {
+  if (bytes > scratchBytes_) {
+    size_t rounded = (bytes + 4095) & ~size_t{4095};
+    void* memory = std::aligned_alloc(64, rounded);
+    if (memory == nullptr) throw std::bad_alloc();
+    scratch_.reset(static_cast<std::byte*>(memory));
+    scratchBytes_ = rounded;
+  }
+  return scratch_.get();
+}
+
+void OpResources::beginOp() {
+  used_ = 0;
+  posted_.clear();
+}
+
+Xfer* OpResources::nextXfer() {
+  if (used_ == pool_.size()) pool_.emplace_back();
+  return &pool_[used_++];
+}
+
+// Counters reset lazily when a new operation first talks to a peer, so starting an operation
+// costs nothing per peer.
+uint32_t OpResources::nextIndex(std::vector<std::pair<uint64_t, uint32_t>>& counters, int peer) {
+  auto& [base, next] = counters[peer];
+  if (base != tagBase_) {
+    base = tagBase_;
+    next = 0;
+  }
+  return next++;
+}
+
+AlgoContext::AlgoContext(Fabric& fabric, OpResources& resources, int rank, int nranks,
+                         const CollArgs& args, const Plan& plan)
+    : fabric_(fabric),
+      resources_(resources),
+      rank_(rank),
+      nranks_(nranks),
+      args_(args),
+      plan_(plan),
+      typeSize_(reduce::typeSize(args.type)),
+      reducer_(reduce::kernelFor(args.type, args.op)),
+      firstPosted_(resources.posted().size()) {}
+
+Xfer* AlgoContext::post(Xfer::Kind kind, int peer, void* buf, size_t bytes) {
+  Xfer* xfer = resources_.nextXfer();
+  auto& counters =
+      kind == Xfer::Kind::kSend ? resources_.sendCounters : resources_.recvCounters;
+  xfer->kind = kind;
+  xfer->peer = peer;
+  xfer->buf = buf;
+  xfer->bytes = bytes;
+  xfer->tag = resources_.tagBase() | resources_.nextIndex(counters, peer);
+  resources_.posted().push_back(xfer);
+  fabric_.post(xfer);
+  return xfer;
+}
+
+Xfer* AlgoContext::send(int peer, const void* buf, size_t bytes) {
+  return post(Xfer::Kind::kSend, peer, const_cast<void*>(buf), bytes);
+}
+
+Xfer* AlgoContext::recv(int peer, void* buf, size_t bytes) {
+  return post(Xfer::Kind::kRecv, peer, buf, bytes);
+}
+
+Status AlgoContext::waitAll() {
+  auto& posted = resources_.posted();
+  return fabric_.waitAll(posted.data() + firstPosted_, posted.size() - firstPosted_);
+}
+
+void AlgoContext::finish(void* buf, size_t count) const {
+  if (args_.op == weftAvg && count > 0) reduce::finishAvg(buf, count, args_.type, nranks_);
+}
+
+}  // namespace weft

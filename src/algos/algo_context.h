@@ -1,0 +1,90 @@
+// What an algorithm sees: its rank, the call, the Plan, and a handful of primitives over the
+// communicator's Fabric (post a send or receive, wait), plus reusable staging memory. Messages
+// are tagged with the operation's sequence number and a per-peer message index, so a rank that
+// runs a different operation than its peer is caught at the first message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "core/fabric.h"
+#include "core/op.h"
+#include "reduce/reduce.h"
+#include "tune/plan.h"
+
+namespace weft {
+
+// Per-communicator memory reused by every operation, so the hot path allocates nothing once
+// warmed up.
+class OpResources {
+ public:
+  explicit OpResources(int nranks);
+  // Staging memory of at least `bytes`, 64-byte aligned; contents are not preserved.
+  void* scratch(size_t bytes);
+  // Starts an operation (one call or a group): recycles its transfers.
+  void beginOp();
+  // Starts a collective within it: message indices restart under a new tag base.
+  void setTagBase(uint64_t tagBase) { tagBase_ = tagBase; }
+  Xfer* nextXfer();
+  std::vector<Xfer*>& posted() { return posted_; }
+  uint32_t nextIndex(std::vector<std::pair<uint64_t, uint32_t>>& counters, int peer);
+  uint64_t tagBase() const { return tagBase_; }
+
+  std::vector<std::pair<uint64_t, uint32_t>> sendCounters;  // (tagBase, next index) per peer
+  std::vector<std::pair<uint64_t, uint32_t>> recvCounters;
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, AlignedFree> scratch_;
+  size_t scratchBytes_ = 0;
+  std::deque<Xfer> pool_;
+  size_t used_ = 0;
+  std::vector<Xfer*> posted_;
+  uint64_t tagBase_ = 0;
+};
+
+class AlgoContext {
+ public:
+  AlgoContext(Fabric& fabric, OpResources& resources, int rank, int nranks, const CollArgs& args,
+              const Plan& plan);
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  const CollArgs& args() const { return args_; }
+  const Plan& plan() const { return plan_; }
+  size_t typeSize() const { return typeSize_; }
+
+  Xfer* send(int peer, const void* buf, size_t bytes);
+  Xfer* recv(int peer, void* buf, size_t bytes);
+  Status wait(Xfer* xfer) { return fabric_.wait(xfer); }
+  // Waits for every transfer this collective has posted.
+  Status waitAll();
+
+  void* scratch(size_t bytes) { return resources_.scratch(bytes); }
+  // dst = a (op) b over count elements of the call's datatype.
+  void reduce(void* dst, const void* a, const void* b, size_t count) const {
+    if (count > 0) reducer_(dst, a, b, count);
+  }
+  // Completes weftAvg on a fully reduced range; a no-op for other ops.
+  void finish(void* buf, size_t count) const;
+
+ private:
+  Xfer* post(Xfer::Kind kind, int peer, void* buf, size_t bytes);
+
+  Fabric& fabric_;
+  OpResources& resources_;
+  int rank_;
+  int nranks_;
+  const CollArgs& args_;
+  const Plan& plan_;
+  size_t typeSize_;
+  reduce::ReduceFn reducer_;
+  size_t firstPosted_;  // this collective's transfers start here in resources_.posted()
+};
+
+}  // namespace weft

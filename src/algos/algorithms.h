@@ -1,0 +1,29 @@
+// The algorithm table: one function per (collective, algorithm), each in its own file.
+#pragma once
+
+#include "algos/algo_context.h"
+
+namespace weft {
+
+using AlgoFn = Status (*)(AlgoContext& context);
+
+// nullptr when the collective has no algorithm of that kind.
+AlgoFn findAlgorithm(CollType coll, AlgoId algo);
+
+Status allreduceRing(AlgoContext& context);
+Status allreduceRecursiveDoubling(AlgoContext& context);
+Status broadcastBinomial(AlgoContext& context);
+Status broadcastChain(AlgoContext& context);
+Status reduceBinomial(AlgoContext& context);
+Status reduceChain(AlgoContext& context);
+Status allgatherRing(AlgoContext& context);
+Status reduceScatterRing(AlgoContext& context);
+Status alltoallPairwise(AlgoContext& context);
+Status gatherDirect(AlgoContext& context);
+Status scatterDirect(AlgoContext& context);
+Status barrierDissemination(AlgoContext& context);
+
+// Copies `bytes` unless source and destination are the same memory (in-place calls).
+void copyUnlessSame(void* dst, const void* src, size_t bytes);
+
+}  // namespace weft

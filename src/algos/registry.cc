@@ -1,0 +1,42 @@
+#include <cstring>
+
+#include "algos/algorithms.h"
+
+namespace weft {
+namespace {
+
+struct Entry {
+  CollType coll;
+  AlgoId algo;
+  AlgoFn run;
+};
+
+constexpr Entry kAlgorithms[] = {
+    {CollType::kAllReduce, AlgoId::kRing, allreduceRing},
+    {CollType::kAllReduce, AlgoId::kRecursiveDoubling, allreduceRecursiveDoubling},
+    {CollType::kBroadcast, AlgoId::kBinomial, broadcastBinomial},
+    {CollType::kBroadcast, AlgoId::kChain, broadcastChain},
+    {CollType::kReduce, AlgoId::kBinomial, reduceBinomial},
+    {CollType::kReduce, AlgoId::kChain, reduceChain},
+    {CollType::kAllGather, AlgoId::kRing, allgatherRing},
+    {CollType::kReduceScatter, AlgoId::kRing, reduceScatterRing},
+    {CollType::kAlltoAll, AlgoId::kPairwise, alltoallPairwise},
+    {CollType::kGather, AlgoId::kDirect, gatherDirect},
+    {CollType::kScatter, AlgoId::kDirect, scatterDirect},
+    {CollType::kBarrier, AlgoId::kDissemination, barrierDissemination},
+};
+
+}  // namespace
+
+AlgoFn findAlgorithm(CollType coll, AlgoId algo) {
+  for (const Entry& entry : kAlgorithms) {
+    if (entry.coll == coll && entry.algo == algo) return entry.run;
+  }
+  return nullptr;
+}
+
+void copyUnlessSame(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
+}
+
+}  // namespace weft

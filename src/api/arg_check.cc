@@ -1,0 +1,64 @@
+#include "api/arg_check.h"
+
+#include <cstdint>
+#include <string>
+
+#include "reduce/reduce.h"
+
+namespace weft::api {
+namespace {
+
+bool hasReduction(CollType coll) {
+  return coll == CollType::kAllReduce || coll == CollType::kReduce ||
+         coll == CollType::kReduceScatter;
+}
+bool hasRoot(CollType coll) {
+  return coll == CollType::kBroadcast || coll == CollType::kReduce ||
+         coll == CollType::kGather || coll == CollType::kScatter;
+}
+}  // namespace
+
+Status checkCall(const char* fn, const weftComm& comm, const CollArgs& args) {
+  const std::string name(fn);
+  if (!reduce::isValidType(args.type)) {
+    return invalidArgument(name + ": datatype " + std::to_string(static_cast<int>(args.type)) +
+                           " is not a weftDataType_t");
+  }
+  if (hasReduction(args.coll) && !reduce::isValidOp(args.op)) {
+    return invalidArgument(name + ": op " + std::to_string(static_cast<int>(args.op)) +
+                           " is not a weftRedOp_t");
+  }
+  const bool rooted = hasRoot(args.coll);
+  if ((rooted || isPointToPoint(args.coll)) && (args.root < 0 || args.root >= comm.nranks)) {
+    return invalidArgument(name + ": " + (rooted ? "root " : "peer ") +
+                           std::to_string(args.root) + " is out of range [0, " +
+                           std::to_string(comm.nranks) + ")");
+  }
+  const size_t typeSize = reduce::typeSize(args.type);
+  const size_t ranks = static_cast<size_t>(comm.nranks);
+  // Checked against count * nranks elements, the largest buffer any collective implies.
+  if (args.count > SIZE_MAX / typeSize / ranks) {
+    return invalidArgument(name + ": count " + std::to_string(args.count) +
+                           " overflows the addressable size");
+  }
+  if (args.count == 0 || args.coll == CollType::kBarrier) return Status::ok();
+
+  const bool isRoot = comm.rank == args.root;
+  bool needSend = true;
+  bool needRecv = true;
+  switch (args.coll) {
+    case CollType::kBroadcast: needSend = isRoot; break;
+    case CollType::kReduce:
+    case CollType::kGather: needRecv = isRoot; break;
+    case CollType::kScatter: needSend = isRoot; break;
+    case CollType::kSend: needRecv = false; break;
+    case CollType::kRecv: needSend = false; break;
+    default: break;
+  }
+  const std::string counted = " is NULL but count is " + std::to_string(args.count);
+  if (needSend && args.send == nullptr) return invalidArgument(name + ": sendbuff" + counted);
+  if (needRecv && args.recv == nullptr) return invalidArgument(name + ": recvbuff" + counted);
+  return Status::ok();
+}
+
+}  // namespace weft::api

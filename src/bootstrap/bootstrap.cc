@@ -1,0 +1,279 @@
+#include "bootstrap/bootstrap.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "bootstrap/rendezvous_wire.h"
+#include "core/log.h"
+#include "net/socket.h"
+#include "net/wire.h"
+
+namespace weft::bootstrap {
+namespace {
+
+// How long one inbound ring connection may take to authenticate before the acceptor moves on,
+// so that a silent stray cannot hold the ring up until the overall deadline.
+constexpr int kStrayTimeoutMs = 5000;
+
+std::string rankName(int rank) { return "rank " + std::to_string(rank); }
+
+// One direction of an exchange: a buffer and the peer it goes to or comes from.
+struct Transfer {
+  int fd;
+  uint8_t* data;
+  size_t left;
+  int peer;
+};
+
+// Sends to one neighbour while receiving from the other, so that neither direction waits for the
+// other to drain (sequential send-then-receive deadlocks once a block exceeds the socket buffers).
+Status exchange(Transfer out, Transfer in, Deadline deadline) {
+  while (out.left > 0 || in.left > 0) {
+    bool progress = false;
+    if (out.left > 0) {
+      ssize_t n = send(out.fd, out.data, out.left, MSG_NOSIGNAL);
+      if (n > 0) {
+        out.data += n;
+        out.left -= static_cast<size_t>(n);
+        progress = true;
+      } else if (errno == EPIPE || errno == ECONNRESET) {
+        return remoteError(rankName(out.peer) + " closed the connection");
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return systemError("sending to " + rankName(out.peer), errno);
+      }
+    }
+    if (in.left > 0) {
+      ssize_t n = recv(in.fd, in.data, in.left, 0);
+      if (n > 0) {
+        in.data += n;
+        in.left -= static_cast<size_t>(n);
+        progress = true;
+      } else if (n == 0 || errno == ECONNRESET) {
+        return remoteError(rankName(in.peer) + " closed the connection");
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return systemError("receiving from " + rankName(in.peer), errno);
+      }
+    }
+    if (progress || (out.left == 0 && in.left == 0)) continue;
+    pollfd fds[2];
+    nfds_t count = 0;
+    if (out.left > 0) fds[count++] = pollfd{out.fd, POLLOUT, 0};
+    if (in.left > 0) fds[count++] = pollfd{in.fd, POLLIN, 0};
+    int rc = poll(fds, count, deadline.remainingMs());
+    if (rc == 0) {
+      std::string what;
+      if (out.left > 0) what = std::to_string(out.left) + " bytes to " + rankName(out.peer);
+      if (in.left > 0) {
+        what += (what.empty() ? "" : " and ") + std::to_string(in.left) + " bytes from " +
+                rankName(in.peer);
+      }
+      return timeoutError(what + " still pending at the deadline");
+    }
+    if (rc < 0 && errno != EINTR) return systemError("poll", errno);
+  }
+  return Status::ok();
+}
+
+class RingBootstrap final : public Bootstrap {
+ public:
+  RingBootstrap(int rank, int nranks, const net::Secret& secret)
+      : rank_(rank), nranks_(nranks), secret_(secret) {}
+  ~RingBootstrap() override { close(); }
+
+  Status rendezvous(const UniqueIdContents& id, const std::string& description,
+                    const net::SocketAddress& ringAddress, Deadline deadline);
+  Status formRing(const net::Socket& listener, Deadline deadline);
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  uint64_t commId() const override { return commId_; }
+  const net::Secret& secret() const override { return secret_; }
+  const std::vector<std::string>& descriptions() const override { return descriptions_; }
+  Status allgather(const void* mine, size_t bytes, void* all, Deadline deadline) override;
+  Status barrier(Deadline deadline) override;
+  void close() override {
+    next_.close();
+    prev_.close();
+    closed_ = true;
+  }
+
+ private:
+  int nextRank() const { return (rank_ + 1) % nranks_; }
+  int prevRank() const { return (rank_ + nranks_ - 1) % nranks_; }
+  Status connectNext(Deadline deadline);
+  Status acceptPrev(const net::Socket& listener, Deadline deadline);
+  Status ringAllgather(const void* mine, size_t bytes, void* all, Deadline deadline);
+
+  const int rank_;
+  const int nranks_;
+  const net::Secret secret_;
+  uint64_t commId_ = 0;
+  std::vector<std::string> descriptions_;
+  std::vector<net::SocketAddress> ring_;
+  net::Socket next_;  // we connected to rank+1 and send on it
+  net::Socket prev_;  // rank-1 connected to us; we receive on it
+  bool closed_ = false;
+};
+
+Status RingBootstrap::rendezvous(const UniqueIdContents& id, const std::string& description,
+                                 const net::SocketAddress& ringAddress, Deadline deadline) {
+  const std::string root = "rendezvous with the root at " + id.root.toString();
+  net::Socket socket;
+  // The root may not be listening yet (environment mode); connectTo retries until the deadline.
+  WEFT_TRY(net::connectTo(id.root, deadline, &socket).withContext(root));
+  WEFT_TRY(net::authenticateClient(socket.fd(), secret_, net::Purpose::kRendezvous, 0, deadline)
+               .withContext(root));
+
+  rendezvous::JoinHeader join;
+  join.rank = static_cast<uint32_t>(rank_);
+  join.nranks = static_cast<uint32_t>(nranks_);
+  join.ring = ringAddress;
+  join.descriptionBytes = static_cast<uint32_t>(description.size());
+  uint8_t header[rendezvous::kJoinHeaderBytes];
+  rendezvous::encodeJoinHeader(join, header);
+  WEFT_TRY(net::sendAll(socket.fd(), header, sizeof(header), deadline).withContext(root));
+  WEFT_TRY(net::sendAll(socket.fd(), description.data(), description.size(), deadline)
+               .withContext(root));
+
+  rendezvous::Table table;
+  WEFT_TRY(rendezvous::readReply(socket.fd(), join.nranks, deadline, &table).withContext(root));
+  if (table.descriptions[rank_] != description) {
+    return remoteError(root + ": the root's table does not hold this rank's own description");
+  }
+  commId_ = table.commId;
+  descriptions_ = std::move(table.descriptions);
+  ring_ = std::move(table.ring);
+  return Status::ok();
+}
+
+Status RingBootstrap::connectNext(Deadline deadline) {
+  const std::string context = "bootstrap ring: connecting to " + rankName(nextRank()) + " at " +
+                              ring_[nextRank()].toString();
+  WEFT_TRY(net::connectTo(ring_[nextRank()], deadline, &next_).withContext(context));
+  WEFT_TRY(net::authenticateClient(next_.fd(), secret_, net::Purpose::kBootstrap, commId_, deadline)
+               .withContext(context));
+  uint8_t rankBytes[4];
+  net::wire::putU32(rankBytes, static_cast<uint32_t>(rank_));
+  return net::sendAll(next_.fd(), rankBytes, sizeof(rankBytes), deadline).withContext(context);
+}
+
+Status RingBootstrap::acceptPrev(const net::Socket& listener, Deadline deadline) {
+  const std::string context = "bootstrap ring: waiting for " + rankName(prevRank());
+  while (true) {
+    net::Socket socket;
+    net::SocketAddress peer;
+    WEFT_TRY(net::acceptOne(listener, deadline, &socket, &peer).withContext(context));
+    Deadline attempt = Deadline::earliest(deadline, Deadline::after(kStrayTimeoutMs));
+    Status status = net::authenticateServer(socket.fd(), secret_, net::Purpose::kBootstrap,
+                                            commId_, attempt);
+    uint8_t rankBytes[4];
+    if (status.isOk()) status = net::recvAll(socket.fd(), rankBytes, sizeof(rankBytes), attempt);
+    if (status.isOk() && net::wire::getU32(rankBytes) != static_cast<uint32_t>(prevRank())) {
+      status = invalidUsage("it claims rank " + std::to_string(net::wire::getU32(rankBytes)));
+    }
+    if (status.isOk()) {
+      prev_ = std::move(socket);
+      return Status::ok();
+    }
+    if (deadline.expired()) {
+      return timeoutError(context + ": deadline passed; the last connection, from " +
+                          peer.toString() + ", failed: " + status.message());
+    }
+    WEFT_WARN("bootstrap rank %d: dropping ring connection from %s: %s", rank_,
+              peer.toString().c_str(), status.message().c_str());
+  }
+}
+
+Status RingBootstrap::formRing(const net::Socket& listener, Deadline deadline) {
+  // Even ranks connect first and odd ranks accept first. Every connect then meets a rank that is
+  // accepting or about to be, so no cycle of ranks waits on one another, even for odd nranks.
+  if (rank_ % 2 == 0) {
+    WEFT_TRY(connectNext(deadline));
+    return acceptPrev(listener, deadline);
+  }
+  WEFT_TRY(acceptPrev(listener, deadline));
+  return connectNext(deadline);
+}
+
+Status RingBootstrap::allgather(const void* mine, size_t bytes, void* all, Deadline deadline) {
+  if (closed_) return invalidUsage("bootstrap allgather on a closed bootstrap");
+  Status status = ringAllgather(mine, bytes, all, deadline);
+  // A failed exchange leaves the streams out of step; closing them makes the neighbours fail at
+  // once instead of at their deadline.
+  if (!status.isOk()) close();
+  return status.withContext("bootstrap allgather (rank " + std::to_string(rank_) + ")");
+}
+
+Status RingBootstrap::ringAllgather(const void* mine, size_t bytes, void* all, Deadline deadline) {
+  auto* blocks = static_cast<uint8_t*>(all);
+  std::memmove(blocks + static_cast<size_t>(rank_) * bytes, mine, bytes);
+  uint8_t myHeader[8];
+  net::wire::putU64(myHeader, bytes);
+  // Step s forwards the block that arrived in step s-1 (our own at first).
+  for (int step = 0; step < nranks_ - 1; ++step) {
+    int sendBlock = (rank_ - step + nranks_) % nranks_;
+    int recvBlock = (rank_ - step - 1 + nranks_) % nranks_;
+    uint8_t peerHeader[8];
+    WEFT_TRY(exchange({next_.fd(), myHeader, sizeof(myHeader), nextRank()},
+                      {prev_.fd(), peerHeader, sizeof(peerHeader), prevRank()}, deadline));
+    uint64_t peerBytes = net::wire::getU64(peerHeader);
+    if (peerBytes != bytes) {
+      return invalidUsage(rankName(prevRank()) + " passed " + std::to_string(peerBytes) +
+                          " bytes per rank, this rank " + std::to_string(bytes));
+    }
+    WEFT_TRY(exchange({next_.fd(), blocks + static_cast<size_t>(sendBlock) * bytes, bytes,
+                       nextRank()},
+                      {prev_.fd(), blocks + static_cast<size_t>(recvBlock) * bytes, bytes,
+                       prevRank()},
+                      deadline));
+  }
+  return Status::ok();
+}
+
+Status RingBootstrap::barrier(Deadline deadline) {
+  uint8_t token = 1;
+  std::vector<uint8_t> all(static_cast<size_t>(nranks_));
+  return allgather(&token, 1, all.data(), deadline);
+}
+
+}  // namespace
+
+Status Bootstrap::create(const UniqueIdContents& id, int rank, int nranks,
+                         const std::string& description, Deadline deadline,
+                         std::unique_ptr<Bootstrap>* out) {
+  if (nranks < 1 || static_cast<uint32_t>(nranks) > rendezvous::kMaxRanks) {
+    return invalidArgument("nranks=" + std::to_string(nranks) + " (allowed: 1.." +
+                           std::to_string(rendezvous::kMaxRanks) + ")");
+  }
+  if (rank < 0 || rank >= nranks) {
+    return invalidArgument("rank=" + std::to_string(rank) + " is outside [0, nranks=" +
+                           std::to_string(nranks) + ")");
+  }
+  if (description.size() > rendezvous::kMaxDescriptionBytes) {
+    return invalidArgument("bootstrap description of " + std::to_string(description.size()) +
+                           " bytes (at most " + std::to_string(rendezvous::kMaxDescriptionBytes) +
+                           ")");
+  }
+  auto bootstrap = std::make_unique<RingBootstrap>(rank, nranks, id.secret);
+  // The ring listener exists before the join, so that every address in the root's table is
+  // already accepting when the others connect.
+  net::Socket listener;
+  net::SocketAddress ringAddress = net::SocketAddress::any(AF_INET, 0);
+  if (nranks > 1) {
+    net::Interface interface;
+    WEFT_TRY(net::chooseLocalInterface(&interface).withContext("bootstrap"));
+    WEFT_TRY(net::listenOn(interface.address, 64, &listener, &ringAddress)
+                 .withContext("bootstrap ring listener"));
+  }
+  WEFT_TRY(bootstrap->rendezvous(id, description, ringAddress, deadline));
+  if (nranks > 1) WEFT_TRY(bootstrap->formRing(listener, deadline));
+  WEFT_INFO("bootstrap: rank %d of %d ready (commId 0x%016llx)", rank, nranks,
+            static_cast<unsigned long long>(bootstrap->commId()));
+  *out = std::move(bootstrap);
+  return Status::ok();
+}
+
+}  // namespace weft::bootstrap

@@ -1,0 +1,133 @@
+#include "bootstrap/rendezvous_wire.h"
+
+#include <cstring>
+
+#include "net/socket.h"
+#include "net/wire.h"
+
+namespace weft::bootstrap::rendezvous {
+namespace {
+
+constexpr uint8_t kStatusSuccess = 0;
+
+void append(std::vector<uint8_t>* out, const void* data, size_t bytes) {
+  const auto* begin = static_cast<const uint8_t*>(data);
+  out->insert(out->end(), begin, begin + bytes);
+}
+
+void appendU32(std::vector<uint8_t>* out, uint32_t value) {
+  uint8_t bytes[4];
+  net::wire::putU32(bytes, value);
+  append(out, bytes, sizeof(bytes));
+}
+
+}  // namespace
+
+void encodeJoinHeader(const JoinHeader& join, uint8_t* out) {
+  net::wire::putU32(out, join.rank);
+  net::wire::putU32(out + 4, join.nranks);
+  join.ring.encode(out + 8);
+  net::wire::putU32(out + 8 + net::SocketAddress::kWireBytes, join.descriptionBytes);
+}
+
+Status decodeJoinHeader(const uint8_t* in, JoinHeader* out) {
+  JoinHeader join;
+  join.rank = net::wire::getU32(in);
+  join.nranks = net::wire::getU32(in + 4);
+  join.descriptionBytes = net::wire::getU32(in + 8 + net::SocketAddress::kWireBytes);
+  if (join.nranks == 0 || join.nranks > kMaxRanks) {
+    return invalidArgument("join claims nranks=" + std::to_string(join.nranks) + " (allowed: 1.." +
+                           std::to_string(kMaxRanks) + ")");
+  }
+  if (join.rank >= join.nranks) {
+    return invalidArgument("join claims rank " + std::to_string(join.rank) + " of nranks=" +
+                           std::to_string(join.nranks));
+  }
+  if (join.descriptionBytes > kMaxDescriptionBytes) {
+    return invalidArgument("join carries a " + std::to_string(join.descriptionBytes) +
+                           "-byte description (at most " + std::to_string(kMaxDescriptionBytes) +
+                           ")");
+  }
+  WEFT_TRY(net::SocketAddress::decode(in + 8, &join.ring).withContext("join's ring address"));
+  *out = join;
+  return Status::ok();
+}
+
+Buffer encodeSuccessReply(uint64_t commId, const std::vector<net::SocketAddress>& ring,
+                          const std::vector<std::string>& descriptions) {
+  auto out = std::make_shared<std::vector<uint8_t>>();
+  out->push_back(kStatusSuccess);
+  uint8_t id[8];
+  net::wire::putU64(id, commId);
+  append(out.get(), id, sizeof(id));
+  appendU32(out.get(), static_cast<uint32_t>(ring.size()));
+  for (size_t r = 0; r < ring.size(); ++r) {
+    uint8_t address[net::SocketAddress::kWireBytes];
+    ring[r].encode(address);
+    append(out.get(), address, sizeof(address));
+    appendU32(out.get(), static_cast<uint32_t>(descriptions[r].size()));
+    append(out.get(), descriptions[r].data(), descriptions[r].size());
+  }
+  return out;
+}
+
+Buffer encodeErrorReply(weftResult_t code, const std::string& message) {
+  auto out = std::make_shared<std::vector<uint8_t>>();
+  out->push_back(static_cast<uint8_t>(code));
+  size_t length = std::min<size_t>(message.size(), kMaxErrorBytes);
+  appendU32(out.get(), static_cast<uint32_t>(length));
+  append(out.get(), message.data(), length);
+  return out;
+}
+
+Status readReply(int fd, uint32_t expectedNranks, Deadline deadline, Table* out) {
+  uint8_t status = 0;
+  WEFT_TRY(net::recvAll(fd, &status, 1, deadline));
+  if (status != kStatusSuccess) {
+    uint8_t lengthBytes[4];
+    WEFT_TRY(net::recvAll(fd, lengthBytes, sizeof(lengthBytes), deadline));
+    uint32_t length = net::wire::getU32(lengthBytes);
+    if (length > kMaxErrorBytes) {
+      return remoteError("root sent a " + std::to_string(length) + "-byte error message (at most " +
+                         std::to_string(kMaxErrorBytes) + ")");
+    }
+    std::string message(length, '\0');
+    WEFT_TRY(net::recvAll(fd, message.data(), length, deadline));
+    bool knownCode = status >= weftSystemError && status < weftNumResults && status != weftInProgress;
+    if (!knownCode) {
+      return remoteError("root refused the join with unknown status " + std::to_string(status) +
+                         ": " + message);
+    }
+    return Status(static_cast<weftResult_t>(status), "the root answered: " + message);
+  }
+
+  uint8_t head[12];
+  WEFT_TRY(net::recvAll(fd, head, sizeof(head), deadline));
+  Table table;
+  table.commId = net::wire::getU64(head);
+  uint32_t nranks = net::wire::getU32(head + 8);
+  if (nranks != expectedNranks) {
+    return remoteError("root's reply lists " + std::to_string(nranks) + " ranks, expected " +
+                       std::to_string(expectedNranks));
+  }
+  table.ring.resize(nranks);
+  table.descriptions.resize(nranks);
+  for (uint32_t r = 0; r < nranks; ++r) {
+    uint8_t entry[net::SocketAddress::kWireBytes + 4];
+    WEFT_TRY(net::recvAll(fd, entry, sizeof(entry), deadline));
+    WEFT_TRY(net::SocketAddress::decode(entry, &table.ring[r])
+                 .withContext("root's reply, rank " + std::to_string(r)));
+    uint32_t length = net::wire::getU32(entry + net::SocketAddress::kWireBytes);
+    if (length > kMaxDescriptionBytes) {
+      return remoteError("root's reply gives rank " + std::to_string(r) + " a " +
+                         std::to_string(length) + "-byte description (at most " +
+                         std::to_string(kMaxDescriptionBytes) + ")");
+    }
+    table.descriptions[r].resize(length);
+    WEFT_TRY(net::recvAll(fd, table.descriptions[r].data(), length, deadline));
+  }
+  *out = std::move(table);
+  return Status::ok();
+}
+
+}  // namespace weft::bootstrap::rendezvous

@@ -1,0 +1,64 @@
+// The communicator: its layout, its connections and its executor. `struct weftComm` is the type
+// behind the public opaque handle.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "core/config.h"
+#include "core/executor.h"
+#include "core/fabric.h"
+#include "core/peer_info.h"
+#include "core/status.h"
+
+namespace weft {
+class OpResources;
+}
+
+struct weftComm {
+  int rank = 0;
+  int nranks = 0;
+  weft::CommConfig config;
+  std::vector<weft::PeerInfo> peers;
+  int nodes = 1;  // distinct host identities
+
+  std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
+  std::unique_ptr<weft::Fabric> fabric;
+  std::unique_ptr<weft::OpResources> resources;
+  std::unique_ptr<weft::Executor> executor;
+
+  // Owned by whichever thread is executing (the executor guarantees there is one at a time).
+  uint64_t collectiveSeq = 0;
+  std::vector<uint32_t> p2pSent;      // messages sent to each peer by Send
+  std::vector<uint32_t> p2pReceived;  // messages received from each peer by Recv
+  std::string opLabel;
+
+  // Set once an operation fails for a reason that leaves the connections unusable.
+  std::mutex failureMutex;
+  weft::Status failure;
+  std::atomic<bool> failed{false};
+  std::string lastError;  // guarded by failureMutex
+};
+
+namespace weft {
+
+// Creates a communicator; `id` comes from a weftUniqueId or the launcher's environment.
+Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
+                  const CommConfig& config, weftComm** out);
+// Runs an operation (one call or a group's calls) on the executing thread.
+Status executeOp(weftComm* comm, const Op& op);
+// A failure that ends the communicator (timeout, dead peer, abort, protocol mismatch).
+void markFailed(weftComm* comm, const Status& why);
+Status commFailure(weftComm* comm);
+// Collective over comm: see weftCommSplit.
+Status splitComm(weftComm* comm, int color, int key, const CommConfig& config,
+                 weftComm** newcomm);
+// Frees everything; graceful tells peers this rank leaves on purpose.
+void releaseComm(weftComm* comm, bool graceful);
+
+}  // namespace weft

@@ -1,0 +1,80 @@
+// Executing an operation: a single call or a group's calls on one communicator. A group posts
+// its point-to-point transfers first (on every rank, so they can never wait on a collective),
+// then runs its collectives in issue order, then waits for the transfers.
+#include "algos/algo_context.h"
+#include "algos/algorithms.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "reduce/reduce.h"
+#include "tune/select.h"
+
+namespace weft {
+namespace {
+
+// Tags: bit 63 marks point-to-point traffic; bits 32..62 hold the operation's sequence number
+// (or the pair's message count), bits 0..31 the message index within the operation.
+constexpr uint64_t kPointToPointBit = 1ull << 63;
+uint64_t tagBaseFor(uint64_t seq) { return (seq & 0x7fffffffu) << 32; }
+
+Status runCollective(weftComm* comm, const CollArgs& args) {
+  const uint64_t seq = ++comm->collectiveSeq;
+  const Plan plan = choosePlan(args, comm->nranks, comm->config.algos, comm->config.sliceBytes);
+  AlgoFn run = findAlgorithm(args.coll, plan.algo);
+  if (run == nullptr) {
+    return internalError(std::string("no algorithm ") + algoName(plan.algo) + " for " +
+                         collName(args.coll));
+  }
+  comm->fabric->setCurrentOp(collName(args.coll), seq, algoName(plan.algo));
+  comm->resources->setTagBase(tagBaseFor(seq));
+  WEFT_TRACE("rank %d: %s #%llu %s count %zu %s", comm->rank, collName(args.coll),
+             static_cast<unsigned long long>(seq), algoName(plan.algo), args.count,
+             reduce::typeName(args.type));
+  AlgoContext context(*comm->fabric, *comm->resources, comm->rank, comm->nranks, args, plan);
+  Status result = run(context);
+  if (result.isOk()) result = context.waitAll();
+  return result;
+}
+
+void postPointToPoint(weftComm* comm, const CollArgs& args) {
+  const bool sending = args.coll == CollType::kSend;
+  const int peer = args.root;
+  uint32_t& counter = sending ? comm->p2pSent[peer] : comm->p2pReceived[peer];
+  Xfer* xfer = comm->resources->nextXfer();
+  xfer->kind = sending ? Xfer::Kind::kSend : Xfer::Kind::kRecv;
+  xfer->peer = peer;
+  xfer->buf = sending ? const_cast<void*>(args.send) : args.recv;
+  xfer->bytes = args.count * reduce::typeSize(args.type);
+  xfer->tag = kPointToPointBit | tagBaseFor(counter++);
+  comm->resources->posted().push_back(xfer);
+  comm->fabric->post(xfer);
+}
+
+Status runCalls(weftComm* comm, const Op& op) {
+  comm->resources->beginOp();
+  size_t pointToPoint = 0;
+  for (const CollArgs& call : op.calls) {
+    if (isPointToPoint(call.coll)) {
+      postPointToPoint(comm, call);
+      ++pointToPoint;
+    }
+  }
+  for (const CollArgs& call : op.calls) {
+    if (!isPointToPoint(call.coll)) WEFT_TRY(runCollective(comm, call));
+  }
+  if (pointToPoint == 0) return Status::ok();
+  comm->fabric->setCurrentOp("send/recv", comm->collectiveSeq, "p2p");
+  return comm->fabric->waitAll(comm->resources->posted().data(), pointToPoint);
+}
+
+}  // namespace
+
+Status executeOp(weftComm* comm, const Op& op) {
+  if (comm->failed.load()) return commFailure(comm);
+  Status result = runCalls(comm, op);
+  // Any failure during execution leaves connections in an unknown state (half-sent messages),
+  // so the communicator is failed for good; argument errors never get this far.
+  if (!result.isOk()) markFailed(comm, result);
+  return result;
+}
+
+}  // namespace weft

@@ -1,0 +1,73 @@
+#include "core/config.h"
+
+#include <cstring>
+
+#include "core/env.h"
+
+namespace weft {
+namespace {
+
+// The prefix of weftConfig_t every version shares; fields past a caller's `size` keep defaults.
+bool hasField(const weftConfig_t* config, size_t fieldOffset, size_t fieldSize) {
+  return config->size >= fieldOffset + fieldSize;
+}
+
+#define WEFT_HAS_FIELD(config, field) \
+  hasField(config, offsetof(weftConfig_t, field), sizeof(config->field))
+
+}  // namespace
+
+Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
+  *out = CommConfig{};
+  if (config != nullptr) {
+    if (config->magic != WEFT_CONFIG_MAGIC) {
+      return invalidArgument("config: bad magic (initialise it with WEFT_CONFIG_INITIALIZER)");
+    }
+    if (config->size < offsetof(weftConfig_t, timeoutMs)) {
+      return invalidArgument("config: size " + std::to_string(config->size) + " is too small");
+    }
+    if (WEFT_HAS_FIELD(config, timeoutMs) && config->timeoutMs != WEFT_CONFIG_UNDEF_INT) {
+      if (config->timeoutMs <= 0) {
+        return invalidArgument("config.timeoutMs must be positive, got " +
+                               std::to_string(config->timeoutMs));
+      }
+      out->timeoutMs = config->timeoutMs;
+    }
+    if (WEFT_HAS_FIELD(config, nSocks) && config->nSocks != WEFT_CONFIG_UNDEF_INT) {
+      if (config->nSocks < 1 || config->nSocks > 16) {
+        return invalidArgument("config.nSocks must be in 1..16, got " +
+                               std::to_string(config->nSocks));
+      }
+      out->socketsPerPeer = config->nSocks;
+    }
+    if (WEFT_HAS_FIELD(config, transport) && config->transport) out->transport = config->transport;
+    if (WEFT_HAS_FIELD(config, hostId) && config->hostId) out->hostId = config->hostId;
+    if (WEFT_HAS_FIELD(config, commName) && config->commName) out->commName = config->commName;
+  }
+
+  if (env::isSet("WEFT_TIMEOUT")) {
+    int64_t seconds = env::getInt("WEFT_TIMEOUT");
+    if (seconds <= 0) return invalidArgument("WEFT_TIMEOUT must be a positive number of seconds");
+    out->timeoutMs = seconds * 1000;
+  }
+  if (env::isSet("WEFT_NSOCKS")) {
+    int64_t sockets = env::getInt("WEFT_NSOCKS");
+    if (sockets < 1 || sockets > 16) return invalidArgument("WEFT_NSOCKS must be in 1..16");
+    out->socketsPerPeer = static_cast<int>(sockets);
+  }
+  if (auto transport = env::get("WEFT_TRANSPORT")) out->transport = *transport;
+  if (!out->transport.empty() && out->transport != "tcp") {
+    return invalidArgument("transport '" + out->transport + "' is not available (known: tcp)");
+  }
+  if (auto hostId = env::get("WEFT_HOSTID")) out->hostId = *hostId;
+  out->spinMicros = env::getInt("WEFT_SPIN_US");
+  int64_t sliceBytes = env::getInt("WEFT_SLICE_BYTES");
+  if (sliceBytes < 64 || sliceBytes > (1 << 30)) {
+    return invalidArgument("WEFT_SLICE_BYTES must be in 64..1073741824, got " +
+                           std::to_string(sliceBytes));
+  }
+  out->sliceBytes = static_cast<size_t>(sliceBytes);
+  return parseAlgoOverrides(env::getString("WEFT_ALGO"), &out->algos);
+}
+
+}  // namespace weft

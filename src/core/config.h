@@ -1,0 +1,28 @@
+// The communicator's effective settings: the user's weftConfig_t (validated by size, magic and
+// version, so old callers keep working as fields are added), then the environment on top.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "tune/select.h"
+#include "weft/weft.h"
+
+namespace weft {
+
+struct CommConfig {
+  int64_t timeoutMs = 300000;
+  int socketsPerPeer = 2;
+  std::string transport;  // "" = automatic
+  std::string hostId;     // "" = detect
+  std::string commName;
+  int64_t spinMicros = -1;  // -1 = decide from the layout
+  size_t sliceBytes = 512 * 1024;
+  AlgoOverrides algos;
+};
+
+// config may be NULL. Errors name the offending field or variable.
+Status resolveConfig(const weftConfig_t* config, CommConfig* out);
+
+}  // namespace weft

@@ -1,0 +1,106 @@
+#include "core/env.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/log.h"
+
+namespace weft::env {
+namespace {
+
+// Keep alphabetical within each group; docs/ENVIRONMENT.md is generated from this table.
+constexpr Variable kVariables[] = {
+    // Logging.
+    {"WEFT_DEBUG", "WARN", "Log level: NONE, WARN, INFO or TRACE."},
+    {"WEFT_DEBUG_FILE", "",
+     "Write log lines to this file instead of stderr; %h is replaced by the host name, %p by the "
+     "pid."},
+    // Communicator behaviour.
+    {"WEFT_ALGO", "",
+     "Force algorithms, e.g. 'ring' or 'allreduce=ring,broadcast=chain' (names: weft_info)."},
+    {"WEFT_HOSTID", "", "Override the host identity (ranks with equal ids form a node)."},
+    {"WEFT_SLICE_BYTES", "524288",
+     "Pipelining unit of the ring and chain algorithms for large messages, in bytes."},
+    {"WEFT_SPIN_US", "-1",
+     "Microseconds a wait polls before it blocks; -1 chooses (spin when ranks <= cores)."},
+    {"WEFT_TIMEOUT", "300", "Seconds any internal wait may take before the call fails."},
+    {"WEFT_TRANSPORT", "", "Force one transport for every peer: tcp."},
+    // TCP.
+    {"WEFT_NSOCKS", "2", "TCP sockets per peer; messages of 256 KiB and more are striped."},
+    {"WEFT_SOCKET_FAMILY", "", "AF_INET or AF_INET6: the address family to use."},
+    {"WEFT_SOCKET_IFNAME", "",
+     "Interfaces to use: a comma list of prefixes, '^' to exclude, '=' for exact names "
+     "(NCCL_SOCKET_IFNAME's syntax)."},
+    // Launch (set by weftrun, or by the user for other launchers).
+    {"WEFT_LOCAL_NRANKS", "", "Ranks on this host (weftrun sets it)."},
+    {"WEFT_LOCAL_RANK", "", "Rank within this host (weftrun sets it)."},
+    {"WEFT_NRANKS", "", "Number of ranks (weftrun sets it)."},
+    {"WEFT_RANK", "", "This process's rank (weftrun sets it)."},
+    {"WEFT_ROOT_ADDR", "",
+     "host:port where rank 0 listens for the rendezvous (weftrun sets it; required under Slurm "
+     "and multi-host Open MPI; defaults to MASTER_ADDR:MASTER_PORT+1 under torchrun)."},
+    {"WEFT_SECRET", "",
+     "Shared secret authenticating every connection of an environment-initialised job."},
+    // Launcher variables weft reads.
+    {"LOCAL_RANK", "", "torchrun: rank within the host."},
+    {"LOCAL_WORLD_SIZE", "", "torchrun: ranks on this host."},
+    {"MASTER_ADDR", "", "torchrun: rendezvous host."},
+    {"MASTER_PORT", "", "torchrun: rendezvous port (weft uses MASTER_PORT+1)."},
+    {"OMPI_COMM_WORLD_LOCAL_RANK", "", "Open MPI: rank within the host."},
+    {"OMPI_COMM_WORLD_LOCAL_SIZE", "", "Open MPI: ranks on this host."},
+    {"OMPI_COMM_WORLD_RANK", "", "Open MPI: rank."},
+    {"OMPI_COMM_WORLD_SIZE", "", "Open MPI: number of ranks."},
+    {"OMPI_MCA_ess_base_jobid", "", "Open MPI: job id (seeds a single-host rendezvous port)."},
+    {"RANK", "", "torchrun: rank."},
+    {"SLURM_JOB_ID", "", "Slurm: job id (seeds a single-host rendezvous port)."},
+    {"SLURM_LOCALID", "", "Slurm: rank within the host."},
+    {"SLURM_NTASKS", "", "Slurm: number of ranks."},
+    {"SLURM_PROCID", "", "Slurm: rank."},
+    {"SLURM_STEP_ID", "", "Slurm: step id (seeds a single-host rendezvous port)."},
+    {"SLURM_TASKS_PER_NODE", "", "Slurm: ranks per host, e.g. '4(x2)'."},
+    {"WORLD_SIZE", "", "torchrun: number of ranks."},
+};
+
+const Variable& find(const char* name) {
+  for (const Variable& v : kVariables) {
+    if (std::strcmp(v.name, name) == 0) return v;
+  }
+  std::fprintf(stderr, "weft: internal error: environment variable %s is not in the table\n", name);
+  std::abort();
+}
+
+}  // namespace
+
+std::span<const Variable> table() { return kVariables; }
+
+std::optional<std::string> get(const char* name) {
+  find(name);
+  const char* value = std::getenv(name);
+  if (value == nullptr || value[0] == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+bool isSet(const char* name) { return get(name).has_value(); }
+
+std::string getString(const char* name) {
+  auto value = get(name);
+  return value ? *value : std::string(find(name).defaultValue);
+}
+
+int64_t getInt(const char* name) {
+  const Variable& var = find(name);
+  auto value = get(name);
+  const char* text = value ? value->c_str() : var.defaultValue;
+  if (text[0] == '\0') return 0;
+  char* end = nullptr;
+  errno = 0;
+  long long parsed = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0') {
+    WEFT_WARN("%s='%s' is not an integer; using the default %s", name, text, var.defaultValue);
+    return std::strtoll(var.defaultValue, nullptr, 10);
+  }
+  return parsed;
+}
+
+}  // namespace weft::env

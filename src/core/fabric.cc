@@ -1,0 +1,151 @@
+#include "core/fabric.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "core/log.h"
+
+namespace weft {
+
+Fabric::Fabric(int rank, int nranks, std::vector<std::string> peerNames)
+    : rank_(rank), nranks_(nranks), peerNames_(std::move(peerNames)), route_(nranks, nullptr) {}
+
+Fabric::~Fabric() { close(false); }
+
+Status Fabric::init() {
+  epollFd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epollFd_ < 0) return systemError("epoll_create1", errno);
+  abortFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (abortFd_ < 0) return systemError("eventfd", errno);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = abortFd_;
+  if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, abortFd_, &event) != 0) {
+    return systemError("epoll_ctl", errno);
+  }
+  return Status::ok();
+}
+
+Status Fabric::attach(std::unique_ptr<Transport> transport, const std::vector<int>& peers) {
+  int fd = transport->waitFd();
+  if (fd >= 0) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = fd;
+    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &event) != 0) {
+      return systemError("epoll_ctl", errno);
+    }
+  }
+  for (int peer : peers) route_[peer] = transport.get();
+  transports_.push_back(std::move(transport));
+  return Status::ok();
+}
+
+void Fabric::post(Xfer* xfer) {
+  xfer->done = false;
+  xfer->status = Status::ok();
+  if (!failure_.isOk()) {
+    xfer->complete(failure_);
+  } else if (xfer->peer == rank_) {
+    postToSelf(xfer);
+  } else {
+    route_[xfer->peer]->post(xfer);
+  }
+}
+
+// A rank talking to itself (a group's Send/Recv to self) is a copy once both sides are posted.
+void Fabric::postToSelf(Xfer* xfer) {
+  (xfer->kind == Xfer::Kind::kSend ? selfSends_ : selfRecvs_).push_back(xfer);
+  while (!selfSends_.empty() && !selfRecvs_.empty()) {
+    Xfer* send = selfSends_.front();
+    Xfer* recv = selfRecvs_.front();
+    selfSends_.pop_front();
+    selfRecvs_.pop_front();
+    if (send->bytes != recv->bytes) {
+      Status mismatch = invalidUsage("send to self of " + std::to_string(send->bytes) +
+                                     " bytes met a receive of " + std::to_string(recv->bytes));
+      send->complete(mismatch);
+      recv->complete(mismatch);
+      continue;
+    }
+    if (send->bytes > 0 && send->buf != recv->buf) std::memmove(recv->buf, send->buf, send->bytes);
+    send->complete();
+    recv->complete();
+  }
+}
+
+Status Fabric::progressAll() {
+  for (auto& transport : transports_) {
+    Status status = transport->progress();
+    if (!status.isOk()) return status;
+  }
+  return Status::ok();
+}
+
+Status Fabric::fail(Status why) {
+  if (failure_.isOk()) failure_ = std::move(why);
+  return failure_;
+}
+
+Status Fabric::waitAll(Xfer* const* xfers, size_t count) {
+  using Clock = std::chrono::steady_clock;
+  if (!failure_.isOk()) return failure_;
+  Deadline deadline = Deadline::after(timeoutMs_);
+  auto spinUntil = Clock::now() + std::chrono::microseconds(spinMicros_);
+  size_t first = 0;  // transfers before it are known to be done
+  for (;;) {
+    Status progressed = progressAll();
+    if (!progressed.isOk()) return fail(progressed);
+    while (first < count && xfers[first]->done) {
+      if (!xfers[first]->status.isOk()) return fail(xfers[first]->status);
+      ++first;
+    }
+    if (first == count) return Status::ok();
+    if (aborted_.load(std::memory_order_acquire)) {
+      return fail(Status(weftAborted, "the communicator was aborted"));
+    }
+    if (deadline.expired()) return fail(timeoutStatus(xfers + first, count - first));
+    if (spinMicros_ > 0 && Clock::now() < spinUntil) continue;
+    epoll_event events[8];
+    epoll_wait(epollFd_, events, 8, deadline.remainingMs(1000));
+  }
+}
+
+Status Fabric::timeoutStatus(Xfer* const* xfers, size_t count) const {
+  const Xfer* pending = xfers[0];
+  for (size_t i = 0; i < count; ++i) {
+    if (!xfers[i]->done) {
+      pending = xfers[i];
+      break;
+    }
+  }
+  bool sending = pending->kind == Xfer::Kind::kSend;
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%g", timeoutMs_ / 1000.0);
+  return timeoutError("timed out after " + std::string(seconds) + " s in " +
+                      std::string(opName_) + " #" + std::to_string(opSeq_) + " (" + opAlgorithm_ + ")" + ", waiting for " +
+                      peerNames_[pending->peer] + (sending ? " to receive " : " to send ") +
+                      std::to_string(pending->bytes) + " bytes (message " +
+                      std::to_string(pending->tag & 0xffffffffu) + " of the operation)");
+}
+
+void Fabric::abort() {
+  aborted_.store(true, std::memory_order_release);
+  uint64_t one = 1;
+  if (abortFd_ >= 0) [[maybe_unused]] ssize_t ignored = write(abortFd_, &one, sizeof(one));
+}
+
+void Fabric::close(bool graceful) {
+  for (auto& transport : transports_) transport->close(graceful && failure_.isOk());
+  transports_.clear();
+  if (epollFd_ >= 0) ::close(epollFd_);
+  if (abortFd_ >= 0) ::close(abortFd_);
+  epollFd_ = abortFd_ = -1;
+}
+
+}  // namespace weft

@@ -1,0 +1,76 @@
+// Fabric: a communicator's point-to-point layer. It routes each peer to the transport serving it
+// (and a rank to itself through memory), and owns the one wait loop every algorithm blocks in:
+// progress all transports, spin briefly, then sleep in epoll until a transport has work, the
+// deadline passes or the communicator is aborted. A failure of any peer fails the fabric for
+// good, so every later wait reports the same culprit instead of hanging.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "transports/transport.h"
+
+namespace weft {
+
+class Fabric {
+ public:
+  Fabric(int rank, int nranks, std::vector<std::string> peerNames);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  Status init();
+  // Routes `peers` to `transport`, which must be connected already.
+  Status attach(std::unique_ptr<Transport> transport, const std::vector<int>& peers);
+
+  void post(Xfer* xfer);
+  // Waits until every listed transfer is done. Returns the first failure (the fabric is then
+  // failed), weftTimeout naming what was awaited, or weftAborted.
+  Status waitAll(Xfer* const* xfers, size_t count);
+  Status wait(Xfer* xfer) { return waitAll(&xfer, 1); }
+
+  void setTimeoutMs(int64_t timeoutMs) { timeoutMs_ = timeoutMs; }
+  void setSpinMicros(int64_t micros) { spinMicros_ = micros; }
+  // The operation named in timeout messages: "allreduce #12 (ring)". Static strings only.
+  void setCurrentOp(const char* name, uint64_t seq, const char* algorithm) {
+    opName_ = name;
+    opSeq_ = seq;
+    opAlgorithm_ = algorithm;
+  }
+
+  // Thread-safe: wakes the waiting thread, whose wait then returns weftAborted.
+  void abort();
+  bool failed() const { return !failure_.isOk(); }
+  const Status& failure() const { return failure_; }
+  const std::string& peerName(int rank) const { return peerNames_[rank]; }
+  void close(bool graceful);
+
+ private:
+  Status progressAll();
+  void postToSelf(Xfer* xfer);
+  Status fail(Status why);
+  Status timeoutStatus(Xfer* const* xfers, size_t count) const;
+
+  int rank_;
+  int nranks_;
+  std::vector<std::string> peerNames_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<Transport*> route_;  // route_[peer]
+  std::deque<Xfer*> selfSends_;
+  std::deque<Xfer*> selfRecvs_;
+  int epollFd_ = -1;
+  int abortFd_ = -1;
+  std::atomic<bool> aborted_{false};
+  Status failure_;
+  int64_t timeoutMs_ = 300000;
+  int64_t spinMicros_ = 0;
+  const char* opName_ = "an operation";
+  uint64_t opSeq_ = 0;
+  const char* opAlgorithm_ = "";
+};
+
+}  // namespace weft

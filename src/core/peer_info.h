@@ -1,0 +1,25 @@
+// What each rank tells the others at init (through the bootstrap's allgather).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace weft {
+
+struct PeerInfo {
+  int rank = 0;
+  uint64_t hostId = 0;
+  int32_t pid = 0;
+  std::string hostName;
+  std::string tcpAddress;  // what the tcp transport's listen() published ("" if none)
+
+  std::string describe() const;  // "rank 3 (host:pid 1234)"
+};
+
+std::string encodePeerInfo(const PeerInfo& info);
+// Rejects truncated or oversized input with weftInvalidUsage.
+Status decodePeerInfo(const std::string& bytes, PeerInfo* out);
+
+}  // namespace weft

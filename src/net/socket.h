@@ -1,0 +1,57 @@
+// Thin, deadline-bounded socket helpers shared by the bootstrap and the TCP transport. Sockets are
+// non-blocking; the helpers poll with the deadline, so no call here can block forever.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/deadline.h"
+#include "core/status.h"
+#include "net/address.h"
+
+namespace weft::net {
+
+// An owned file descriptor (closed on destruction). Move-only.
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& other) noexcept : fd_(other.release()) {}
+  Socket& operator=(Socket&& other) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  ~Socket() { close(); }
+
+  int fd() const { return fd_; }
+  bool isOpen() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void close();
+
+ private:
+  int fd_ = -1;
+};
+
+// Binds and listens (SO_REUSEADDR, non-blocking, close-on-exec). Port 0 picks an ephemeral port;
+// *bound receives the actual address.
+Status listenOn(const SocketAddress& address, int backlog, Socket* out, SocketAddress* bound);
+// Connects, retrying refused/unreachable attempts with backoff until the deadline (the peer may
+// not be listening yet). The socket is non-blocking with TCP_NODELAY on return.
+Status connectTo(const SocketAddress& address, Deadline deadline, Socket* out);
+// Accepts one connection (non-blocking, TCP_NODELAY) or fails at the deadline.
+Status acceptOne(const Socket& listener, Deadline deadline, Socket* out, SocketAddress* peer);
+
+// Writes/reads exactly `bytes`, polling until the deadline. A peer that closes the connection
+// yields weftRemoteError ("connection closed by peer"); the deadline yields weftTimeout.
+Status sendAll(int fd, const void* data, size_t bytes, Deadline deadline);
+Status recvAll(int fd, void* data, size_t bytes, Deadline deadline);
+
+Status setNonBlocking(int fd);
+Status setNoDelay(int fd);
+// Socket buffer sizes; 0 leaves the kernel's autotuning alone.
+Status setBufferSizes(int fd, int sendBytes, int recvBytes);
+
+}  // namespace weft::net

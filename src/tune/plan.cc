@@ -1,0 +1,27 @@
+#include "tune/plan.h"
+
+#include <cstring>
+
+namespace weft {
+namespace {
+
+constexpr const char* kNames[kNumAlgoIds] = {
+    "ring", "recursive_doubling", "binomial", "chain", "pairwise", "dissemination", "direct",
+    "p2p",
+};
+
+}  // namespace
+
+const char* algoName(AlgoId algo) { return kNames[static_cast<int>(algo)]; }
+
+bool algoFromName(const char* name, AlgoId* out) {
+  for (int i = 0; i < kNumAlgoIds; ++i) {
+    if (std::strcmp(kNames[i], name) == 0) {
+      *out = static_cast<AlgoId>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace weft

@@ -1,0 +1,100 @@
+#include "tune/select.h"
+
+#include <sstream>
+
+#include "algos/algorithms.h"
+#include "reduce/reduce.h"
+
+namespace weft {
+namespace {
+
+// Below this many bytes per rank latency dominates: logarithmic algorithms beat the ring and
+// the pipelined chains. Measured on loopback TCP (docs/PERFORMANCE.md).
+constexpr size_t kSmallMessageBytes = 64 * 1024;
+
+AlgoId defaultAlgo(const CollArgs& args, int nranks) {
+  const size_t bytes = args.count * reduce::typeSize(args.type);
+  switch (args.coll) {
+    case CollType::kAllReduce:
+      return bytes <= kSmallMessageBytes || args.count < static_cast<size_t>(nranks)
+                 ? AlgoId::kRecursiveDoubling
+                 : AlgoId::kRing;
+    case CollType::kBroadcast:
+      return bytes <= kSmallMessageBytes ? AlgoId::kBinomial : AlgoId::kChain;
+    case CollType::kReduce:
+      return bytes <= kSmallMessageBytes ? AlgoId::kBinomial : AlgoId::kChain;
+    case CollType::kAllGather:
+    case CollType::kReduceScatter:
+      return AlgoId::kRing;
+    case CollType::kAlltoAll:
+      return AlgoId::kPairwise;
+    case CollType::kGather:
+    case CollType::kScatter:
+      return AlgoId::kDirect;
+    case CollType::kBarrier:
+      return AlgoId::kDissemination;
+    case CollType::kSend:
+    case CollType::kRecv:
+      return AlgoId::kPointToPoint;
+  }
+  return AlgoId::kRing;
+}
+
+bool collFromName(const std::string& name, CollType* out) {
+  for (int i = 0; i < kNumCollTypes; ++i) {
+    if (name == collName(static_cast<CollType>(i))) {
+      *out = static_cast<CollType>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out) {
+  *out = AlgoOverrides{};
+  std::stringstream tokens(text);
+  std::string token;
+  while (std::getline(tokens, token, ',')) {
+    if (token.empty()) continue;
+    size_t equals = token.find('=');
+    std::string algoText = equals == std::string::npos ? token : token.substr(equals + 1);
+    AlgoId algo;
+    if (!algoFromName(algoText.c_str(), &algo)) {
+      return invalidArgument("WEFT_ALGO: unknown algorithm '" + algoText + "'");
+    }
+    if (equals == std::string::npos) {
+      bool any = false;
+      for (int i = 0; i < kNumCollTypes; ++i) {
+        if (findAlgorithm(static_cast<CollType>(i), algo) != nullptr) {
+          out->byColl[i] = algo;
+          any = true;
+        }
+      }
+      if (!any) return invalidArgument("WEFT_ALGO: no collective has algorithm '" + algoText + "'");
+      continue;
+    }
+    CollType coll;
+    std::string collText = token.substr(0, equals);
+    if (!collFromName(collText, &coll)) {
+      return invalidArgument("WEFT_ALGO: unknown collective '" + collText + "'");
+    }
+    if (findAlgorithm(coll, algo) == nullptr) {
+      return invalidArgument("WEFT_ALGO: " + collText + " has no algorithm '" + algoText + "'");
+    }
+    out->byColl[static_cast<int>(coll)] = algo;
+  }
+  return Status::ok();
+}
+
+Plan choosePlan(const CollArgs& args, int nranks, const AlgoOverrides& overrides,
+                size_t sliceBytes) {
+  Plan plan;
+  plan.sliceBytes = sliceBytes;
+  const auto& forced = overrides.byColl[static_cast<int>(args.coll)];
+  plan.algo = forced ? *forced : defaultAlgo(args, nranks);
+  return plan;
+}
+
+}  // namespace weft

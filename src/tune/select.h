@@ -1,0 +1,26 @@
+// Choosing a Plan per call. Until the cost-model tuner lands this is a size rule per collective,
+// plus the WEFT_ALGO override, which every rank parses identically.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include "core/op.h"
+#include "core/status.h"
+#include "tune/plan.h"
+
+namespace weft {
+
+struct AlgoOverrides {
+  std::array<std::optional<AlgoId>, kNumCollTypes> byColl;
+};
+
+// "ring" forces ring wherever a collective has one; "allreduce=ring,broadcast=chain" forces per
+// collective. Unknown names and algorithms a collective lacks are errors naming the token.
+Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out);
+
+Plan choosePlan(const CollArgs& args, int nranks, const AlgoOverrides& overrides,
+                size_t sliceBytes);
+
+}  // namespace weft

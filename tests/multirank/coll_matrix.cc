@@ -1,0 +1,291 @@
+#include "multirank/coll_matrix.h"
+
+#include <cstring>
+#include <functional>
+#include <sstream>
+
+#include "multirank/coll_values.h"
+
+namespace weft::test {
+namespace {
+
+constexpr weftDataType_t kAllTypes[] = {weftInt8,  weftUint8,   weftInt32,   weftUint32,
+                                        weftInt64, weftUint64,  weftFloat16, weftFloat32,
+                                        weftFloat64, weftBfloat16};
+constexpr weftRedOp_t kAllOps[] = {weftSum, weftProd, weftMax, weftMin, weftAvg};
+constexpr const char* kTypeNames[] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
+                                      "uint64",  "float16", "float32", "float64", "bfloat16"};
+constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+constexpr size_t kMaxMessages = 8;
+
+size_t sizeOf(weftDataType_t type) {
+  switch (type) {
+    case weftInt8:
+    case weftUint8: return 1;
+    case weftFloat16:
+    case weftBfloat16: return 2;
+    case weftInt32:
+    case weftUint32:
+    case weftFloat32: return 4;
+    default: return 8;
+  }
+}
+
+bool isReduction(Coll coll) {
+  return coll == Coll::kAllReduce || coll == Coll::kReduce || coll == Coll::kReduceScatter;
+}
+
+// One call of the matrix: buffers, expected output, and where to compare.
+struct Case {
+  Coll coll;
+  weftDataType_t type;
+  weftRedOp_t op;
+  size_t count;
+  bool inPlace;
+  int root;
+};
+
+class Runner {
+ public:
+  Runner(weftComm_t comm, const MatrixOptions& options) : comm_(comm), options_(options) {
+    weftCommUserRank(comm, &rank_);
+    weftCommCount(comm, &nranks_);
+  }
+
+  MatrixResult run() {
+    std::vector<weftDataType_t> types = options_.types;
+    if (types.empty()) types.assign(std::begin(kAllTypes), std::end(kAllTypes));
+    std::vector<weftRedOp_t> ops = options_.ops;
+    if (ops.empty()) ops.assign(std::begin(kAllOps), std::end(kAllOps));
+    std::vector<size_t> counts = options_.counts.empty() ? sizeClasses(nranks_) : options_.counts;
+    for (Coll coll : options_.colls) {
+      for (weftDataType_t type : types) {
+        for (weftRedOp_t op : isReduction(coll) ? ops : std::vector<weftRedOp_t>{weftSum}) {
+          for (size_t count : counts) {
+            for (bool inPlace : {false, true}) {
+              int root = static_cast<int>((static_cast<size_t>(type) + count) % nranks_);
+              if (!runCase(Case{coll, type, op, count, inPlace, root})) return result_;
+            }
+          }
+        }
+      }
+    }
+    return result_;
+  }
+
+ private:
+  // Returns false when the communicator itself failed (nothing more can run).
+  bool runCase(const Case& c) {
+    const size_t size = sizeOf(c.type);
+    const size_t n = static_cast<size_t>(nranks_);
+    const size_t total = c.count * n;
+    send_.assign(total * size + 64, std::byte{0x5a});
+    recv_.assign(total * size + 64, std::byte{0xa5});
+    expected_.assign(total * size + 64, std::byte{0});
+    const bool reduction = isReduction(c.coll);
+    const bool isSigned = isSignedType(c.type);
+    auto input = [&](int rank, size_t index) {
+      return inputValue(c.op, reduction, isSigned, rank, index);
+    };
+    void* s = send_.data();
+    void* r = recv_.data();
+    char* rb = reinterpret_cast<char*>(r);
+    size_t checkFrom = 0;
+    size_t checkCount = 0;
+    std::function<weftResult_t(weftRequest_t*)> call;
+
+    switch (c.coll) {
+      case Coll::kAllReduce:
+      case Coll::kBroadcast:
+      case Coll::kReduce: {
+        for (size_t i = 0; i < c.count; ++i) storeValue(c.type, s, i, input(rank_, i));
+        if (c.inPlace) {
+          std::memcpy(r, s, c.count * size);
+          s = r;
+        }
+        const bool writes = c.coll == Coll::kAllReduce || rank_ == c.root;
+        checkCount = writes ? c.count : 0;
+        for (size_t i = 0; i < checkCount; ++i) {
+          if (c.coll == Coll::kBroadcast) {
+            storeValue(c.type, expected_.data(), i, input(c.root, i));
+          } else {
+            storeReduced(c.type, c.op, nranks_, i, expected_.data(), i);
+          }
+        }
+        if (c.coll == Coll::kAllReduce) {
+          call = [&, s, r](weftRequest_t* q) {
+            return weftAllReduce(s, r, c.count, c.type, c.op, comm_, q);
+          };
+        } else if (c.coll == Coll::kBroadcast) {
+          call = [&, s, r](weftRequest_t* q) {
+            return weftBroadcast(s, r, c.count, c.type, c.root, comm_, q);
+          };
+        } else {
+          call = [&, s, r](weftRequest_t* q) {
+            return weftReduce(s, r, c.count, c.type, c.op, c.root, comm_, q);
+          };
+        }
+        break;
+      }
+      case Coll::kAllGather:
+      case Coll::kGather: {
+        void* src = s;
+        if (c.inPlace && (c.coll == Coll::kAllGather || rank_ == c.root)) {
+          src = rb + rank_ * c.count * size;
+        }
+        for (size_t i = 0; i < c.count; ++i) storeValue(c.type, src, i, input(rank_, i));
+        const bool writes = c.coll == Coll::kAllGather || rank_ == c.root;
+        checkCount = writes ? total : 0;
+        for (size_t b = 0; writes && b < n; ++b) {
+          for (size_t i = 0; i < c.count; ++i) {
+            storeValue(c.type, expected_.data(), b * c.count + i, input(static_cast<int>(b), i));
+          }
+        }
+        if (c.coll == Coll::kAllGather) {
+          call = [&, src, r](weftRequest_t* q) {
+            return weftAllGather(src, r, c.count, c.type, comm_, q);
+          };
+        } else {
+          call = [&, src, r](weftRequest_t* q) {
+            return weftGather(src, r, c.count, c.type, c.root, comm_, q);
+          };
+        }
+        break;
+      }
+      case Coll::kReduceScatter:
+      case Coll::kScatter:
+      case Coll::kAlltoAll: {
+        const int owner = c.coll == Coll::kScatter ? c.root : rank_;
+        for (size_t i = 0; i < total; ++i) storeValue(c.type, s, i, input(owner, i));
+        void* dst = r;
+        if (c.inPlace) {
+          if (c.coll == Coll::kAlltoAll) {
+            std::memcpy(r, s, total * size);
+            s = r;
+          } else if (c.coll == Coll::kReduceScatter || rank_ == c.root) {
+            dst = static_cast<char*>(s) + rank_ * c.count * size;
+          }
+        }
+        checkCount = c.coll == Coll::kAlltoAll ? total : c.count;
+        checkFrom = 0;
+        for (size_t i = 0; i < checkCount; ++i) {
+          if (c.coll == Coll::kReduceScatter) {
+            storeReduced(c.type, c.op, nranks_, rank_ * c.count + i, expected_.data(), i);
+          } else if (c.coll == Coll::kScatter) {
+            storeValue(c.type, expected_.data(), i, input(c.root, rank_ * c.count + i));
+          } else {
+            size_t block = i / std::max<size_t>(c.count, 1);
+            size_t offset = i % std::max<size_t>(c.count, 1);
+            storeValue(c.type, expected_.data(), i,
+                       input(static_cast<int>(block), rank_ * c.count + offset));
+          }
+        }
+        resultBuffer_ = dst;
+        if (c.coll == Coll::kReduceScatter) {
+          call = [&, s, dst](weftRequest_t* q) {
+            return weftReduceScatter(s, dst, c.count, c.type, c.op, comm_, q);
+          };
+        } else if (c.coll == Coll::kScatter) {
+          call = [&, s, dst](weftRequest_t* q) {
+            return weftScatter(s, dst, c.count, c.type, c.root, comm_, q);
+          };
+        } else {
+          call = [&, s, dst](weftRequest_t* q) {
+            return weftAlltoAll(s, dst, c.count, c.type, comm_, q);
+          };
+        }
+        break;
+      }
+      case Coll::kBarrier:
+        if (c.inPlace || c.count > 1 || c.type != weftInt8) return true;
+        call = [&](weftRequest_t* q) { return weftBarrier(comm_, q); };
+        break;
+      case Coll::kSendRecv: {
+        const int next = (rank_ + 1) % nranks_;
+        const int prev = (rank_ + nranks_ - 1) % nranks_;
+        for (size_t i = 0; i < c.count; ++i) storeValue(c.type, s, i, input(rank_, i));
+        checkCount = c.count;
+        for (size_t i = 0; i < c.count; ++i) storeValue(c.type, expected_.data(), i, input(prev, i));
+        call = [&, s, r, next, prev](weftRequest_t* q) {
+          weftGroupStart();
+          weftResult_t sent = weftSend(s, c.count, c.type, next, comm_, nullptr);
+          weftResult_t received = weftRecv(r, c.count, c.type, prev, comm_, q);
+          weftResult_t ended = weftGroupEnd();
+          return sent != weftSuccess ? sent : received != weftSuccess ? received : ended;
+        };
+        break;
+      }
+    }
+    void* result = resultBuffer_ != nullptr ? resultBuffer_ : r;
+    resultBuffer_ = nullptr;
+    ++result_.calls;
+    weftResult_t status = issue(call);
+    if (status != weftSuccess) {
+      fail(c, std::string("returned ") + weftGetErrorString(status) + ": " +
+                  weftGetLastError(comm_));
+      return false;
+    }
+    for (size_t i = checkFrom; i < checkFrom + checkCount; ++i) {
+      if (!sameElement(c.type, result, expected_.data(), i)) {
+        std::ostringstream what;
+        what << "element " << i << " is " << loadValue(c.type, result, i) << ", expected "
+             << loadValue(c.type, expected_.data(), i);
+        fail(c, what.str());
+        break;
+      }
+    }
+    return true;
+  }
+
+  weftResult_t issue(const std::function<weftResult_t(weftRequest_t*)>& call) {
+    if (!options_.nonBlocking) return call(nullptr);
+    weftRequest_t request = nullptr;
+    weftResult_t posted = call(&request);
+    if (posted != weftSuccess || request == nullptr) return posted;
+    return weftWait(&request, -1);
+  }
+
+  void fail(const Case& c, const std::string& what) {
+    ++result_.failures;
+    if (result_.messages.size() >= kMaxMessages) return;
+    std::ostringstream message;
+    message << "rank " << rank_ << "/" << nranks_ << ": " << collLabel(c.coll) << " "
+            << kTypeNames[c.type] << " " << (isReduction(c.coll) ? kOpNames[c.op] : "-")
+            << " count " << c.count << (c.inPlace ? " in-place" : " out-of-place") << " root "
+            << c.root << ": " << what;
+    result_.messages.push_back(message.str());
+  }
+
+  weftComm_t comm_;
+  const MatrixOptions& options_;
+  int rank_ = 0;
+  int nranks_ = 1;
+  std::vector<std::byte> send_, recv_, expected_;
+  void* resultBuffer_ = nullptr;
+  MatrixResult result_;
+};
+
+}  // namespace
+
+const char* collLabel(Coll coll) {
+  constexpr const char* kLabels[] = {"allreduce", "broadcast", "reduce",  "allgather",
+                                     "reducescatter", "alltoall", "gather", "scatter",
+                                     "barrier", "sendrecv"};
+  return kLabels[static_cast<int>(coll)];
+}
+
+std::vector<Coll> allColls() {
+  return {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
+          Coll::kReduceScatter, Coll::kAlltoAll, Coll::kGather, Coll::kScatter,
+          Coll::kBarrier, Coll::kSendRecv};
+}
+
+std::vector<size_t> sizeClasses(int nranks) {
+  return {0, 1, 7, static_cast<size_t>(nranks) * 5 + 3, 40001};
+}
+
+MatrixResult runMatrix(weftComm_t comm, const MatrixOptions& options) {
+  return Runner(comm, options).run();
+}
+
+}  // namespace weft::test

@@ -1,0 +1,41 @@
+// The multi-rank correctness matrix: every collective x datatype x op x size class, in place and
+// out of place, checked element by element against a reference computed locally. Inputs are
+// small integers chosen per op so that every result is exact in every datatype (float16 and
+// bfloat16 included) whatever order the algorithm reduces in; integer results wrap as the
+// library's do. Used by the threaded tests and by the process-based checker run under weftrun.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "weft/weft.h"
+
+namespace weft::test {
+
+enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll,
+                  kGather, kScatter, kBarrier, kSendRecv };
+const char* collLabel(Coll coll);
+std::vector<Coll> allColls();
+
+struct MatrixOptions {
+  std::vector<Coll> colls = allColls();
+  std::vector<weftDataType_t> types;  // empty: all ten
+  std::vector<weftRedOp_t> ops;       // empty: all five
+  std::vector<size_t> counts;         // empty: sizeClasses(nranks)
+  bool nonBlocking = false;           // issue with a request, then weftWait
+};
+
+// 0, 1, odd, not divisible by nranks, and a large count that spans several pipeline slices.
+std::vector<size_t> sizeClasses(int nranks);
+
+struct MatrixResult {
+  int calls = 0;
+  int failures = 0;
+  std::vector<std::string> messages;  // the first few failures, described
+};
+
+// Runs the matrix on comm (collectively: every rank must call it with equal options).
+MatrixResult runMatrix(weftComm_t comm, const MatrixOptions& options);
+
+}  // namespace weft::test

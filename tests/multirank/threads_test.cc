@@ -1,0 +1,76 @@
+// Every collective over 1..8 ranks running as threads, checked against local references.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "multirank/coll_matrix.h"
+#include "multirank/rank_threads.h"
+
+namespace weft::test {
+namespace {
+
+// Runs the matrix on n threads and fails the test with the first messages on any mismatch.
+void checkMatrix(int n, const MatrixOptions& options) {
+  std::mutex mutex;
+  MatrixResult total;
+  std::string initErrors = runAsThreads(n, [&](weftComm_t comm, int) {
+    MatrixResult result = runMatrix(comm, options);
+    std::lock_guard<std::mutex> lock(mutex);
+    total.calls += result.calls;
+    total.failures += result.failures;
+    total.messages.insert(total.messages.end(), result.messages.begin(), result.messages.end());
+  });
+  INFO(initErrors);
+  REQUIRE(initErrors.empty());
+  std::string messages;
+  for (const auto& message : total.messages) messages += message + "\n";
+  INFO(messages);
+  CHECK(total.failures == 0);
+  CHECK(total.calls > 0);
+}
+
+// Sets an environment variable for the duration of a test (the library reads it at init).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+}  // namespace
+
+TEST_CASE("every collective, datatype, op and size class on 1..8 thread ranks", "[threads]") {
+  int n = GENERATE(1, 2, 3, 4, 5, 6, 7, 8);
+  CAPTURE(n);
+  checkMatrix(n, MatrixOptions{});
+}
+
+TEST_CASE("non-blocking calls complete through weftWait", "[threads]") {
+  int n = GENERATE(2, 3);
+  CAPTURE(n);
+  MatrixOptions options;
+  options.nonBlocking = true;
+  options.types = {weftFloat32, weftInt8};
+  checkMatrix(n, options);
+}
+
+TEST_CASE("forced algorithms with tiny pipeline slices", "[threads]") {
+  // Slices of 256 bytes make the large size class span hundreds of slices, exercising the
+  // pipelines' receive windows and slot reuse.
+  ScopedEnv slices("WEFT_SLICE_BYTES", "256");
+  const char* algos = GENERATE("allreduce=ring,broadcast=chain,reduce=chain",
+                               "allreduce=recursive_doubling,broadcast=binomial,reduce=binomial");
+  int n = GENERATE(2, 3, 5, 8);
+  CAPTURE(algos, n);
+  ScopedEnv forced("WEFT_ALGO", algos);
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
+                   Coll::kReduceScatter};
+  options.types = {weftFloat16, weftInt32, weftFloat64};
+  checkMatrix(n, options);
+}
+
+}  // namespace weft::test

@@ -1,0 +1,320 @@
+#include "bootstrap/launch_env.h"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+using weft::Status;
+using weft::bootstrap::LaunchInfo;
+using weft::bootstrap::readLaunchEnvironment;
+
+namespace {
+
+// Every variable readLaunchEnvironment may look at, so each case starts from a clean slate even
+// when the tests themselves run under a launcher.
+const char* const kLaunchVariables[] = {
+    "WEFT_RANK", "WEFT_NRANKS", "WEFT_LOCAL_RANK", "WEFT_LOCAL_NRANKS", "WEFT_ROOT_ADDR",
+    "WEFT_SECRET", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+    "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "SLURM_PROCID", "SLURM_NTASKS",
+    "SLURM_LOCALID", "SLURM_TASKS_PER_NODE", "SLURM_JOB_ID", "SLURM_STEP_ID"};
+
+class LaunchEnv {
+ public:
+  explicit LaunchEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (const char* name : kLaunchVariables) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      unsetenv(name);
+    }
+    for (const auto& [name, value] : vars) setenv(name, value, 1);
+  }
+  ~LaunchEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+LaunchInfo readOk() {
+  LaunchInfo info;
+  Status status = readLaunchEnvironment(&info);
+  INFO(status.message());
+  REQUIRE(status.isOk());
+  return info;
+}
+
+// The error must be weftInvalidArgument and mention every fragment.
+void expectError(std::initializer_list<const char*> fragments) {
+  LaunchInfo info;
+  Status status = readLaunchEnvironment(&info);
+  INFO(status.message());
+  CHECK(status.code() == weftInvalidArgument);
+  for (const char* fragment : fragments) {
+    CHECK(status.message().find(fragment) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("weftrun environment", "[bootstrap][launch]") {
+  SECTION("complete") {
+    LaunchEnv env({{"WEFT_RANK", "1"},
+                   {"WEFT_NRANKS", "4"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:5000"},
+                   {"WEFT_LOCAL_RANK", "1"},
+                   {"WEFT_LOCAL_NRANKS", "2"}});
+    LaunchInfo info = readOk();
+    CHECK(info.launcher == "weftrun");
+    CHECK(info.rank == 1);
+    CHECK(info.nranks == 4);
+    CHECK(info.localRank == 1);
+    CHECK(info.localNranks == 2);
+    CHECK(info.root.toString() == "127.0.0.1:5000");
+    CHECK_FALSE(info.secretFromEnv);
+  }
+  SECTION("local values are optional") {
+    LaunchEnv env({{"WEFT_RANK", "0"}, {"WEFT_NRANKS", "1"}, {"WEFT_ROOT_ADDR", "[::1]:6000"}});
+    LaunchInfo info = readOk();
+    CHECK(info.localRank == -1);
+    CHECK(info.localNranks == 0);
+    CHECK(info.root.toString() == "[::1]:6000");
+  }
+  SECTION("WEFT_SECRET") {
+    LaunchEnv env({{"WEFT_RANK", "0"},
+                   {"WEFT_NRANKS", "2"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:5000"},
+                   {"WEFT_SECRET", "correct horse"}});
+    LaunchInfo info = readOk();
+    CHECK(info.secretFromEnv);
+    CHECK(info.secret == weft::net::secretFromPassphrase("correct horse"));
+  }
+  SECTION("missing root") {
+    LaunchEnv env({{"WEFT_RANK", "0"}, {"WEFT_NRANKS", "2"}});
+    expectError({"WEFT_ROOT_ADDR"});
+  }
+  SECTION("missing size") {
+    LaunchEnv env({{"WEFT_RANK", "0"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    expectError({"WEFT_NRANKS", "not set"});
+  }
+  SECTION("malformed rank") {
+    LaunchEnv env({{"WEFT_RANK", "1x"}, {"WEFT_NRANKS", "2"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    expectError({"WEFT_RANK='1x'"});
+  }
+  SECTION("rank out of range") {
+    LaunchEnv env({{"WEFT_RANK", "2"}, {"WEFT_NRANKS", "2"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    expectError({"WEFT_RANK='2'", "WEFT_NRANKS=2"});
+  }
+  SECTION("negative rank") {
+    LaunchEnv env({{"WEFT_RANK", "-1"}, {"WEFT_NRANKS", "2"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    expectError({"WEFT_RANK='-1'"});
+  }
+  SECTION("zero ranks") {
+    LaunchEnv env({{"WEFT_RANK", "0"}, {"WEFT_NRANKS", "0"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    expectError({"WEFT_NRANKS='0'"});
+  }
+  SECTION("huge number") {
+    LaunchEnv env({{"WEFT_RANK", "0"},
+                   {"WEFT_NRANKS", "99999999999999999999"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    expectError({"WEFT_NRANKS='99999999999999999999'"});
+  }
+  SECTION("local rank out of range") {
+    LaunchEnv env({{"WEFT_RANK", "0"},
+                   {"WEFT_NRANKS", "4"},
+                   {"WEFT_LOCAL_RANK", "2"},
+                   {"WEFT_LOCAL_NRANKS", "2"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    expectError({"WEFT_LOCAL_RANK='2'"});
+  }
+  SECTION("local size larger than the job") {
+    LaunchEnv env({{"WEFT_RANK", "0"},
+                   {"WEFT_NRANKS", "2"},
+                   {"WEFT_LOCAL_NRANKS", "3"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    expectError({"WEFT_LOCAL_NRANKS='3'"});
+  }
+  SECTION("bad root") {
+    LaunchEnv env({{"WEFT_RANK", "0"}, {"WEFT_NRANKS", "2"}, {"WEFT_ROOT_ADDR", "127.0.0.1"}});
+    expectError({"WEFT_ROOT_ADDR='127.0.0.1'"});
+  }
+  SECTION("weftrun wins over torchrun") {
+    LaunchEnv env({{"WEFT_RANK", "1"},
+                   {"WEFT_NRANKS", "2"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:5000"},
+                   {"RANK", "0"},
+                   {"WORLD_SIZE", "8"}});
+    CHECK(readOk().launcher == "weftrun");
+  }
+}
+
+TEST_CASE("torchrun environment", "[bootstrap][launch]") {
+  SECTION("root is MASTER_ADDR:MASTER_PORT+1") {
+    LaunchEnv env({{"RANK", "3"},
+                   {"WORLD_SIZE", "4"},
+                   {"LOCAL_RANK", "1"},
+                   {"LOCAL_WORLD_SIZE", "2"},
+                   {"MASTER_ADDR", "127.0.0.1"},
+                   {"MASTER_PORT", "29500"}});
+    LaunchInfo info = readOk();
+    CHECK(info.launcher == "torchrun");
+    CHECK(info.rank == 3);
+    CHECK(info.nranks == 4);
+    CHECK(info.localRank == 1);
+    CHECK(info.localNranks == 2);
+    CHECK(info.root.toString() == "127.0.0.1:29501");
+  }
+  SECTION("IPv6 and host names") {
+    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "::1"}, {"MASTER_PORT", "80"}});
+    CHECK(readOk().root.toString() == "[::1]:81");
+    setenv("MASTER_ADDR", "localhost", 1);
+    LaunchInfo info = readOk();
+    CHECK(info.root.isLoopback());
+    CHECK(info.root.port() == 81);
+  }
+  SECTION("WEFT_ROOT_ADDR overrides MASTER_ADDR") {
+    LaunchEnv env({{"RANK", "0"},
+                   {"WORLD_SIZE", "2"},
+                   {"MASTER_ADDR", "10.9.9.9"},
+                   {"MASTER_PORT", "29500"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:7777"}});
+    CHECK(readOk().root.toString() == "127.0.0.1:7777");
+  }
+  SECTION("missing MASTER_ADDR") {
+    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "29500"}});
+    expectError({"MASTER_ADDR", "WEFT_ROOT_ADDR"});
+  }
+  SECTION("malformed MASTER_PORT") {
+    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "http"}});
+    expectError({"MASTER_PORT='http'"});
+  }
+  SECTION("MASTER_PORT at the top of the range") {
+    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "65535"}});
+    expectError({"MASTER_PORT='65535'"});
+  }
+  SECTION("missing WORLD_SIZE") {
+    LaunchEnv env({{"RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}});
+    expectError({"WORLD_SIZE"});
+  }
+  SECTION("the derived secret depends on the root") {
+    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}});
+    LaunchInfo a = readOk();
+    LaunchInfo b = readOk();
+    CHECK(a.secret == b.secret);
+    setenv("MASTER_PORT", "29600", 1);
+    CHECK(readOk().secret != a.secret);
+  }
+}
+
+TEST_CASE("Open MPI environment", "[bootstrap][launch]") {
+  SECTION("single host derives a loopback root from the job id") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "2"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                   {"OMPI_MCA_ess_base_jobid", "3735879681"}});
+    LaunchInfo info = readOk();
+    CHECK(info.launcher == "openmpi");
+    CHECK(info.rank == 2);
+    CHECK(info.localNranks == 4);
+    CHECK(info.root.toString().rfind("127.0.0.1:", 0) == 0);
+    CHECK(info.root.port() >= 20000);
+    CHECK(info.root.port() < 60000);
+    CHECK(readOk().root == info.root);  // every rank derives the same
+    setenv("OMPI_MCA_ess_base_jobid", "3735879682", 1);
+    LaunchInfo other = readOk();
+    CHECK(other.secret != info.secret);
+  }
+  SECTION("several hosts need WEFT_ROOT_ADDR") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "0"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                   {"OMPI_MCA_ess_base_jobid", "1"}});
+    expectError({"WEFT_ROOT_ADDR"});
+    setenv("WEFT_ROOT_ADDR", "127.0.0.1:4000", 1);
+    CHECK(readOk().root.toString() == "127.0.0.1:4000");
+  }
+  SECTION("unknown local size needs WEFT_ROOT_ADDR") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}});
+    expectError({"WEFT_ROOT_ADDR"});
+  }
+  SECTION("single host without a job id") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "0"},
+                   {"OMPI_COMM_WORLD_SIZE", "2"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+    expectError({"OMPI_MCA_ess_base_jobid"});
+  }
+  SECTION("malformed size") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "four"}});
+    expectError({"OMPI_COMM_WORLD_SIZE='four'"});
+  }
+}
+
+TEST_CASE("Slurm environment", "[bootstrap][launch]") {
+  SECTION("single node") {
+    LaunchEnv env({{"SLURM_PROCID", "1"},
+                   {"SLURM_NTASKS", "4"},
+                   {"SLURM_LOCALID", "1"},
+                   {"SLURM_TASKS_PER_NODE", "4"},
+                   {"SLURM_JOB_ID", "77"},
+                   {"SLURM_STEP_ID", "0"}});
+    LaunchInfo info = readOk();
+    CHECK(info.launcher == "slurm");
+    CHECK(info.rank == 1);
+    CHECK(info.localRank == 1);
+    CHECK(info.localNranks == 4);
+    CHECK(info.root.isLoopback());
+    uint16_t port = info.root.port();
+    setenv("SLURM_STEP_ID", "1", 1);
+    CHECK(readOk().secret != info.secret);
+    CHECK(port >= 20000);
+  }
+  SECTION("N(xM) on one node") {
+    LaunchEnv env({{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", "2"},
+                   {"SLURM_TASKS_PER_NODE", "2(x1)"},
+                   {"SLURM_JOB_ID", "5"}});
+    CHECK(readOk().localNranks == 2);
+  }
+  SECTION("several nodes need WEFT_ROOT_ADDR") {
+    LaunchEnv env({{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", "4"},
+                   {"SLURM_TASKS_PER_NODE", "2(x2)"},
+                   {"SLURM_JOB_ID", "5"}});
+    expectError({"WEFT_ROOT_ADDR"});
+    setenv("WEFT_ROOT_ADDR", "127.0.0.1:4000", 1);
+    LaunchInfo info = readOk();
+    CHECK(info.localNranks == 2);
+    CHECK(info.root.port() == 4000);
+  }
+  SECTION("uneven nodes leave the local size unknown") {
+    LaunchEnv env({{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", "7"},
+                   {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
+    CHECK(readOk().localNranks == 0);
+  }
+  SECTION("missing SLURM_NTASKS") {
+    LaunchEnv env({{"SLURM_PROCID", "0"}, {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
+    expectError({"SLURM_NTASKS"});
+  }
+  SECTION("malformed SLURM_PROCID") {
+    LaunchEnv env({{"SLURM_PROCID", ""}, {"SLURM_NTASKS", "2"}});
+    expectError({"no launcher"});  // empty counts as unset
+  }
+}
+
+TEST_CASE("no launcher at all", "[bootstrap][launch]") {
+  LaunchEnv env({});
+  expectError({"no launcher", "WEFT_RANK"});
+}

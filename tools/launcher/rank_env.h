@@ -1,0 +1,40 @@
+// The environment each rank starts with: weftrun's own, the -x exports, and the WEFT_* variables
+// that the library's environment init reads to find its rank and the job's rendezvous point.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/launch_options.h"
+
+namespace weftrun {
+
+// An environment as "NAME=VALUE" strings. It keeps the order it was built in, so that a rank sees
+// weftrun's environment as it was, with weftrun's additions at the end.
+class EnvBlock {
+ public:
+  static EnvBlock FromProcess();
+
+  std::optional<std::string> Get(std::string_view name) const;
+  void Set(std::string_view name, std::string_view value);
+  // A null-terminated array for execve; valid until the block is next modified.
+  std::vector<char*> Pointers();
+
+ private:
+  std::vector<std::string> entries_;
+};
+
+// True for the variables weftrun sets differently for every job or rank; -x may not override
+// them, since a rank with a wrong WEFT_RANK would deadlock the whole job at init.
+bool IsWeftrunOwnedVariable(std::string_view name);
+
+// Everything the ranks share: exports, WEFT_NRANKS, WEFT_ROOT_ADDR, WEFT_SECRET and
+// WEFT_SOCKET_IFNAME. Returns false with a message in *error if no port or secret could be had.
+bool PrepareJobEnvironment(const LaunchOptions& options, EnvBlock* env, std::string* error);
+
+// The job environment plus this rank's WEFT_RANK and WEFT_LOCAL_RANK.
+EnvBlock RankEnvironment(const EnvBlock& job_env, int rank);
+
+}  // namespace weftrun

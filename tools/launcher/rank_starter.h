@@ -1,0 +1,35 @@
+// Starting all ranks of a job: the per-rank environment, stdin, and the output pipes of
+// --tag-output. Kept apart from the supervisor, which only deals with running ranks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <vector>
+
+#include "launcher/launch_options.h"
+#include "launcher/process_group.h"
+#include "launcher/rank_env.h"
+
+namespace weftrun {
+
+// Process-wide preparation before the first fork: makes sure descriptors 0-2 are open and, for
+// --tag-output, raises the open-file limit for the pipes. Records the original limit in *setup.
+void PrepareDescriptors(const LaunchOptions& options, ChildSetup* setup);
+
+struct StartedRank {
+  pid_t pid = -1;
+  int stdout_fd = -1;  // read ends of the rank's pipes with --tag-output (non-blocking), else -1
+  int stderr_fd = -1;
+};
+
+struct StartFailure {
+  int rank = -1;  // -1: every rank started
+  SpawnResult result;
+};
+
+// Starts ranks 0..N-1 in order and stops at the first that cannot be started, reporting it in
+// *failure. Returns the ranks that were started.
+std::vector<StartedRank> StartRanks(const LaunchOptions& options, const EnvBlock& job_env,
+                                    const ChildSetup& setup, StartFailure* failure);
+
+}  // namespace weftrun

@@ -1,0 +1,186 @@
+#include "transports/tcp/tcp_lane.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace weft::tcp {
+namespace {
+
+// Enough iovecs to move many small messages per system call (alltoall, pipelined slices).
+constexpr int kMaxIov = 64;
+
+void finishPart(Part* part) {
+  auto* state = reinterpret_cast<XferState*>(part->xfer->scratch);
+  if (--state->partsLeft == 0 && !part->xfer->done) part->xfer->complete();
+}
+
+std::string describe(const WireHeader& header) {
+  if (header.tag == kGoodbyeTag) return "a goodbye (the peer destroyed its communicator)";
+  return "tag " + std::to_string(header.tag >> 32) + "/" +
+         std::to_string(header.tag & 0xffffffffu) + " with " + std::to_string(header.bytes) +
+         " bytes";
+}
+
+Status checkHeader(const Part& part) {
+  if (part.header.tag == part.xfer->tag && part.header.bytes == part.length) return Status::ok();
+  WireHeader expected{part.xfer->tag, part.length};
+  return invalidUsage("message mismatch: expected " + describe(expected) + ", received " +
+                      describe(part.header) +
+                      " (ranks called different operations, counts or datatypes)");
+}
+
+// Appends the unfinished remainder of a part (header, then payload) to an iovec list.
+int addIov(Part* part, iovec* iov, int n) {
+  if (part->headerDone < sizeof(WireHeader)) {
+    iov[n++] = {reinterpret_cast<char*>(&part->header) + part->headerDone,
+                sizeof(WireHeader) - part->headerDone};
+  }
+  if (part->payloadDone < part->length) {
+    iov[n++] = {part->data + part->payloadDone, part->length - part->payloadDone};
+  }
+  return n;
+}
+
+// Accounts `moved` bytes against the queue's parts in order; returns the first header check
+// failure (receive side only).
+Status advance(PartQueue& queue, size_t moved, bool receiving) {
+  while (!queue.empty()) {
+    Part* part = queue.front();
+    if (part->headerDone < sizeof(WireHeader)) {
+      size_t take = std::min(moved, sizeof(WireHeader) - part->headerDone);
+      part->headerDone += take;
+      moved -= take;
+      if (part->headerDone < sizeof(WireHeader)) break;
+      if (receiving) WEFT_TRY(checkHeader(*part));
+    }
+    size_t take = std::min(moved, part->length - part->payloadDone);
+    part->payloadDone += take;
+    moved -= take;
+    if (part->payloadDone < part->length) break;
+    queue.pop();
+    finishPart(part);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void PartQueue::push(Part* part) {
+  part->next = nullptr;
+  if (tail_) {
+    tail_->next = part;
+  } else {
+    head_ = part;
+  }
+  tail_ = part;
+}
+
+Part* PartQueue::pop() {
+  Part* part = head_;
+  head_ = part->next;
+  if (head_ == nullptr) tail_ = nullptr;
+  part->next = nullptr;
+  return part;
+}
+
+Lane::~Lane() { close(false); }
+
+Status Lane::writeSome() {
+  while (!sends_.empty() && writable) {
+    iovec iov[kMaxIov];
+    int n = 0;
+    for (Part* part = sends_.front(); part != nullptr && n + 2 <= kMaxIov; part = part->next) {
+      n = addIov(part, iov, n);
+    }
+    msghdr message{};
+    message.msg_iov = iov;
+    message.msg_iovlen = n;
+    ssize_t sent = n == 0 ? 0 : sendmsg(fd_, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        writable = false;
+        break;
+      }
+      return remoteError(std::string("send failed: ") + std::strerror(errno));
+    }
+    WEFT_TRY(advance(sends_, static_cast<size_t>(sent), false));
+  }
+  return Status::ok();
+}
+
+Status Lane::readSome() {
+  while (!recvs_.empty() && readable) {
+    iovec iov[kMaxIov];
+    int n = 0;
+    for (Part* part = recvs_.front(); part != nullptr && n + 2 <= kMaxIov; part = part->next) {
+      n = addIov(part, iov, n);
+    }
+    msghdr message{};
+    message.msg_iov = iov;
+    message.msg_iovlen = n;
+    ssize_t got = recvmsg(fd_, &message, MSG_DONTWAIT);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        readable = false;
+        break;
+      }
+      return remoteError(std::string("receive failed: ") + std::strerror(errno) +
+                         " (the peer process probably died)");
+    }
+    if (got == 0) {
+      return remoteError("connection closed while " +
+                         std::to_string(recvs_.front()->length - recvs_.front()->payloadDone) +
+                         " bytes were still expected (the peer process exited or died)");
+    }
+    WEFT_TRY(advance(recvs_, static_cast<size_t>(got), true));
+  }
+  return Status::ok();
+}
+
+Status Lane::inspectHangup() {
+  WireHeader header{};
+  ssize_t got = recv(fd_, &header, sizeof(header), MSG_PEEK | MSG_DONTWAIT);
+  if (got < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::ok();
+    return remoteError(std::string("connection failed: ") + std::strerror(errno) +
+                       " (the peer process died)");
+  }
+  if (got == 0) {
+    return remoteError("connection closed without a goodbye (the peer process died or aborted)");
+  }
+  if (got == static_cast<ssize_t>(sizeof(header)) && header.tag == kGoodbyeTag) departed = true;
+  // Anything else is data not yet asked for; it is judged when a receive is posted.
+  return Status::ok();
+}
+
+void Lane::failAll(const Status& why) {
+  for (PartQueue* queue : {&sends_, &recvs_}) {
+    while (!queue->empty()) {
+      Part* part = queue->pop();
+      if (!part->xfer->done) part->xfer->complete(why);
+    }
+  }
+}
+
+void Lane::close(bool graceful) {
+  if (fd_ < 0) return;
+  if (graceful && !departed) {
+    WireHeader goodbye{kGoodbyeTag, 0};
+    // The send buffer is empty at this point (every transfer completed), so this does not block.
+    [[maybe_unused]] ssize_t ignored =
+        send(fd_, &goodbye, sizeof(goodbye), MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(fd_, SHUT_WR);
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace weft::tcp

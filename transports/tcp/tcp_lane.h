@@ -1,0 +1,86 @@
+// A lane is one TCP socket to one peer with its FIFO queues of outgoing and incoming message
+// parts. A message becomes one part, or one part per socket when it is striped.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+#include "transports/tcp/tcp_wire.h"
+#include "transports/transport.h"
+
+namespace weft::tcp {
+
+struct Part {
+  Xfer* xfer = nullptr;
+  char* data = nullptr;
+  size_t length = 0;
+  size_t payloadDone = 0;
+  WireHeader header{};
+  size_t headerDone = 0;
+  Part* next = nullptr;
+};
+
+// Per-transfer state, placed in Xfer::scratch so that posting allocates nothing.
+struct XferState {
+  int partsLeft = 0;
+  Part parts[kMaxSocketsPerPeer];
+};
+static_assert(sizeof(XferState) <= kXferScratchBytes, "Xfer::scratch too small for tcp");
+
+class PartQueue {
+ public:
+  bool empty() const { return head_ == nullptr; }
+  Part* front() const { return head_; }
+  void push(Part* part);
+  Part* pop();
+
+ private:
+  Part* head_ = nullptr;
+  Part* tail_ = nullptr;
+};
+
+class Lane {
+ public:
+  Lane(int fd, int peer, int index) : fd_(fd), peer_(peer), index_(index) {}
+  ~Lane();
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+
+  int fd() const { return fd_; }
+  int peer() const { return peer_; }
+  bool idle() const { return sends_.empty() && recvs_.empty(); }
+  bool hasSends() const { return !sends_.empty(); }
+  bool hasRecvs() const { return !recvs_.empty(); }
+
+  void pushSend(Part* part) { sends_.push(part); }
+  void pushRecv(Part* part) { recvs_.push(part); }
+
+  // Move bytes until the socket would block or the queue is empty. Completed parts complete
+  // their Xfer when they are its last part. A failure names the cause but not the peer; the
+  // transport adds that.
+  Status writeSome();
+  Status readSome();
+  // Called when the socket reported a hang-up while nothing is expected from it: distinguishes
+  // a peer that said goodbye (returns ok, sets departed) from one that died (error).
+  Status inspectHangup();
+  // Completes every queued part's Xfer with `why` and empties the queues.
+  void failAll(const Status& why);
+  // Best-effort goodbye, then close.
+  void close(bool graceful);
+
+  bool readable = true;
+  bool writable = true;
+  bool hungUp = false;
+  bool departed = false;
+  bool active = false;  // listed in the transport's active set
+
+ private:
+  int fd_;
+  int peer_;
+  int index_;
+  PartQueue sends_;
+  PartQueue recvs_;
+};
+
+}  // namespace weft::tcp

@@ -1,0 +1,25 @@
+// What travels on a TCP data connection: every message is a fixed header followed by its payload.
+// Both ends post matching messages in the same order, so the header only confirms what the
+// receiver already expects (tag and size); a mismatch is reported instead of corrupting memory.
+#pragma once
+
+#include <cstdint>
+
+namespace weft::tcp {
+
+struct WireHeader {
+  uint64_t tag;
+  uint64_t bytes;
+};
+static_assert(sizeof(WireHeader) == 16);
+
+// Sent by a rank that leaves on purpose (communicator destroyed), so that its peers can tell a
+// clean departure from a crash when they see the connection close.
+constexpr uint64_t kGoodbyeTag = ~0ull;
+
+// Messages of at least this many bytes are split across all sockets of the pair.
+constexpr uint64_t kStripeThreshold = 256 * 1024;
+
+constexpr int kMaxSocketsPerPeer = 16;
+
+}  // namespace weft::tcp

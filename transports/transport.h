@@ -1,0 +1,83 @@
+// The transport interface: how bytes move between two ranks. Algorithms never see transports;
+// they post Xfers to the communicator's Fabric, which routes each peer to the transport that
+// serves it (tcp today; shm and rdma behind the same interface).
+//
+// Contract shared by every transport:
+//  - Messages between two ranks match in posting order (per direction): the n-th send posted to
+//    a peer meets the n-th receive posted from it, and both must name the same size and tag. A
+//    mismatch is a protocol error that fails the communicator, never silent corruption.
+//  - post() never blocks. progress() advances transfers without blocking; waitFd() is readable
+//    whenever progress() may have something to do, so the caller can sleep in epoll instead of
+//    spinning.
+//  - Only the communicator's executing thread calls into a transport (no internal locking).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/status.h"
+#include "net/auth.h"
+
+namespace weft {
+
+// Room every Xfer reserves for the transport handling it, so posting allocates nothing.
+constexpr size_t kXferScratchBytes = 1152;
+
+// One point-to-point transfer, owned by the poster and left untouched until done.
+struct Xfer {
+  enum class Kind : uint8_t { kSend, kRecv };
+
+  Kind kind = Kind::kSend;
+  int peer = -1;
+  uint64_t tag = 0;
+  void* buf = nullptr;  // read for sends, written for receives
+  size_t bytes = 0;
+  bool done = false;
+  Status status;  // set when the transfer failed
+
+  alignas(16) unsigned char scratch[kXferScratchBytes];
+
+  void complete(Status result = Status::ok()) {
+    status = std::move(result);
+    done = true;
+  }
+};
+
+// What a transport needs to connect its peers after the init allgather.
+struct ConnectContext {
+  int rank = 0;
+  int nranks = 0;
+  std::vector<std::string> addresses;  // addresses[r]: what rank r's listen() published
+  std::vector<std::string> peerNames;  // "rank 3 (host:pid)", for messages
+  net::Secret secret{};
+  uint64_t commId = 0;
+  Deadline deadline;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+
+  // Before the init allgather: become reachable; *address is published to every peer.
+  virtual Status listen(std::string* address) = 0;
+  // After it: establish authenticated connections with each rank in `peers` (all ranks whose
+  // pairs this transport serves; they call connect with this rank in their list).
+  virtual Status connect(const ConnectContext& context, const std::vector<int>& peers) = 0;
+  // Pins memory for zero-copy transports; a no-op where nothing needs registering.
+  virtual Status registerMemory(void* /*buf*/, size_t /*bytes*/) { return Status::ok(); }
+
+  virtual void post(Xfer* xfer) = 0;
+  // Advances transfers. A peer that vanished fails the transfers that involve it, and the
+  // return value reports it (naming the peer) even when no transfer was pending on it.
+  virtual Status progress() = 0;
+  virtual int waitFd() const = 0;
+  // graceful: tell peers this rank is leaving on purpose (so they do not report it as dead).
+  virtual void close(bool graceful) = 0;
+};
+
+}  // namespace weft
