@@ -18,7 +18,9 @@ namespace {
 // so that a silent stray cannot hold the ring up until the overall deadline.
 constexpr int kStrayTimeoutMs = 5000;
 
-std::string rankName(int rank) { return "rank " + std::to_string(rank); }
+std::string rankName(int rank) {
+  return "rank " + std::to_string(rank);
+}
 
 // One direction of an exchange: a buffer and the peer it goes to or comes from.
 struct Transfer {
@@ -167,8 +169,8 @@ Status RingBootstrap::acceptPrev(const net::Socket& listener, Deadline deadline)
     net::SocketAddress peer;
     WEFT_TRY(net::acceptOne(listener, deadline, &socket, &peer).withContext(context));
     Deadline attempt = Deadline::earliest(deadline, Deadline::after(kStrayTimeoutMs));
-    Status status = net::authenticateServer(socket.fd(), secret_, net::Purpose::kBootstrap,
-                                            commId_, attempt);
+    Status status =
+        net::authenticateServer(socket.fd(), secret_, net::Purpose::kBootstrap, commId_, attempt);
     uint8_t rankBytes[4];
     if (status.isOk()) status = net::recvAll(socket.fd(), rankBytes, sizeof(rankBytes), attempt);
     if (status.isOk() && net::wire::getU32(rankBytes) != static_cast<uint32_t>(prevRank())) {
@@ -224,11 +226,10 @@ Status RingBootstrap::ringAllgather(const void* mine, size_t bytes, void* all, D
       return invalidUsage(rankName(prevRank()) + " passed " + std::to_string(peerBytes) +
                           " bytes per rank, this rank " + std::to_string(bytes));
     }
-    WEFT_TRY(exchange({next_.fd(), blocks + static_cast<size_t>(sendBlock) * bytes, bytes,
-                       nextRank()},
-                      {prev_.fd(), blocks + static_cast<size_t>(recvBlock) * bytes, bytes,
-                       prevRank()},
-                      deadline));
+    WEFT_TRY(
+        exchange({next_.fd(), blocks + static_cast<size_t>(sendBlock) * bytes, bytes, nextRank()},
+                 {prev_.fd(), blocks + static_cast<size_t>(recvBlock) * bytes, bytes, prevRank()},
+                 deadline));
   }
   return Status::ok();
 }
@@ -249,8 +250,8 @@ Status Bootstrap::create(const UniqueIdContents& id, int rank, int nranks,
                            std::to_string(rendezvous::kMaxRanks) + ")");
   }
   if (rank < 0 || rank >= nranks) {
-    return invalidArgument("rank=" + std::to_string(rank) + " is outside [0, nranks=" +
-                           std::to_string(nranks) + ")");
+    return invalidArgument("rank=" + std::to_string(rank) +
+                           " is outside [0, nranks=" + std::to_string(nranks) + ")");
   }
   if (description.size() > rendezvous::kMaxDescriptionBytes) {
     return invalidArgument("bootstrap description of " + std::to_string(description.size()) +

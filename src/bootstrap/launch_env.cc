@@ -67,7 +67,9 @@ Status readCounts(const Names& names, LaunchInfo* info) {
 }
 
 Status validate(const Names& names, const LaunchInfo& info) {
-  auto value = [](const char* name) { return std::string(name) + "='" + env::getString(name) + "'"; };
+  auto value = [](const char* name) {
+    return std::string(name) + "='" + env::getString(name) + "'";
+  };
   if (info.nranks < 1) return invalidArgument(value(names.nranks) + " must be at least 1");
   if (info.rank < 0 || info.rank >= info.nranks) {
     return invalidArgument(value(names.rank) + " is outside [0, " + names.nranks + "=" +
@@ -133,8 +135,8 @@ Status torchrunRoot(std::string* rootText) {
   std::optional<std::string> host = env::get("MASTER_ADDR");
   if (!host) return invalidArgument("neither WEFT_ROOT_ADDR nor MASTER_ADDR is set");
   int masterPort = 0;
-  WEFT_TRY(readInt("MASTER_PORT", true, &masterPort)
-               .withContext("torchrun without WEFT_ROOT_ADDR"));
+  WEFT_TRY(
+      readInt("MASTER_PORT", true, &masterPort).withContext("torchrun without WEFT_ROOT_ADDR"));
   if (masterPort < 1 || masterPort > 65534) {
     return invalidArgument("MASTER_PORT='" + env::getString("MASTER_PORT") +
                            "' leaves no room for weft's port MASTER_PORT+1");

@@ -40,8 +40,8 @@ Status decodeJoinHeader(const uint8_t* in, JoinHeader* out) {
                            std::to_string(kMaxRanks) + ")");
   }
   if (join.rank >= join.nranks) {
-    return invalidArgument("join claims rank " + std::to_string(join.rank) + " of nranks=" +
-                           std::to_string(join.nranks));
+    return invalidArgument("join claims rank " + std::to_string(join.rank) +
+                           " of nranks=" + std::to_string(join.nranks));
   }
   if (join.descriptionBytes > kMaxDescriptionBytes) {
     return invalidArgument("join carries a " + std::to_string(join.descriptionBytes) +
@@ -93,7 +93,8 @@ Status readReply(int fd, uint32_t expectedNranks, Deadline deadline, Table* out)
     }
     std::string message(length, '\0');
     WEFT_TRY(net::recvAll(fd, message.data(), length, deadline));
-    bool knownCode = status >= weftSystemError && status < weftNumResults && status != weftInProgress;
+    bool knownCode =
+        status >= weftSystemError && status < weftNumResults && status != weftInProgress;
     if (!knownCode) {
       return remoteError("root refused the join with unknown status " + std::to_string(status) +
                          ": " + message);

@@ -14,14 +14,22 @@ RootConnection::RootConnection(net::Socket socket, net::SocketAddress peer,
 
 const char* RootConnection::stateName() const {
   switch (state_) {
-    case State::kHello: return "the hello";
-    case State::kChallenge: return "the challenge";
-    case State::kProof: return "the proof";
-    case State::kJoinHeader: return "the join header";
-    case State::kJoinBody: return "the join description";
-    case State::kJoined: return "the wait for the other ranks";
-    case State::kReplying: return "the reply";
-    case State::kDone: return "shutdown";
+    case State::kHello:
+      return "the hello";
+    case State::kChallenge:
+      return "the challenge";
+    case State::kProof:
+      return "the proof";
+    case State::kJoinHeader:
+      return "the join header";
+    case State::kJoinBody:
+      return "the join description";
+    case State::kJoined:
+      return "the wait for the other ranks";
+    case State::kReplying:
+      return "the reply";
+    case State::kDone:
+      return "shutdown";
   }
   return "?";
 }
@@ -29,9 +37,12 @@ const char* RootConnection::stateName() const {
 uint32_t RootConnection::wantedEvents() const {
   switch (state_) {
     case State::kChallenge:
-    case State::kReplying: return EPOLLOUT;
-    case State::kDone: return 0;
-    default: return EPOLLIN;
+    case State::kReplying:
+      return EPOLLOUT;
+    case State::kDone:
+      return 0;
+    default:
+      return EPOLLIN;
   }
 }
 
@@ -40,20 +51,31 @@ Status RootConnection::readMessage(bool* complete) {
   size_t need = 0;
   uint8_t* target = inbox_.data();
   switch (state_) {
-    case State::kHello: need = net::handshake::kHelloBytes; break;
-    case State::kProof: need = net::handshake::kProofBytes; break;
-    case State::kJoinHeader: need = rendezvous::kJoinHeaderBytes; break;
+    case State::kHello:
+      need = net::handshake::kHelloBytes;
+      break;
+    case State::kProof:
+      need = net::handshake::kProofBytes;
+      break;
+    case State::kJoinHeader:
+      need = rendezvous::kJoinHeaderBytes;
+      break;
     case State::kJoinBody:
       need = description_.size();
       target = reinterpret_cast<uint8_t*>(description_.data());
       break;
-    default: return internalError("RootConnection::readMessage in a non-reading state");
+    default:
+      return internalError("RootConnection::readMessage in a non-reading state");
   }
   while (have_ < need) {
     ssize_t n = recv(socket_.fd(), target + have_, need - have_, 0);
     if (n > 0) {
       have_ += static_cast<size_t>(n);
       continue;
+    }
+    if (n == 0 && state_ == State::kProof && have_ == 0) {
+      // The client checks our MAC first and hangs up when it does not verify.
+      return remoteError("hung up instead of proving it knows the secret (wrong secret?)");
     }
     if (n == 0) {
       return remoteError(std::string("closed the connection during ") + stateName() + " (" +
@@ -92,8 +114,11 @@ Status RootConnection::messageComplete() {
       description_.resize(join_.descriptionBytes);
       state_ = join_.descriptionBytes > 0 ? State::kJoinBody : State::kJoined;
       break;
-    case State::kJoinBody: state_ = State::kJoined; break;
-    default: return internalError("RootConnection::messageComplete in a non-reading state");
+    case State::kJoinBody:
+      state_ = State::kJoined;
+      break;
+    default:
+      return internalError("RootConnection::messageComplete in a non-reading state");
   }
   // A joined rank waits for the round, which the server's own deadline bounds.
   if (state_ == State::kJoined) deadline_ = Deadline::never();
@@ -125,13 +150,16 @@ Status RootConnection::onReadable() {
         if (errno != EINTR) return systemError("receiving after the join", errno);
         break;
       }
-      default: return Status::ok();
+      default:
+        return Status::ok();
     }
     if (state_ == State::kChallenge) return Status::ok();  // still flushing; wait for EPOLLOUT
   }
 }
 
-Status RootConnection::onWritable() { return flush(); }
+Status RootConnection::onWritable() {
+  return flush();
+}
 
 Status RootConnection::flush() {
   while (outLeft_ > 0) {

@@ -20,7 +20,16 @@ namespace weft::bootstrap {
 
 class RootConnection {
  public:
-  enum class State { kHello, kChallenge, kProof, kJoinHeader, kJoinBody, kJoined, kReplying, kDone };
+  enum class State {
+    kHello,
+    kChallenge,
+    kProof,
+    kJoinHeader,
+    kJoinBody,
+    kJoined,
+    kReplying,
+    kDone
+  };
 
   RootConnection(net::Socket socket, net::SocketAddress peer, const net::Secret& secret,
                  Deadline deadline);

@@ -88,7 +88,7 @@ class RootServerImpl final : public RootServer {
   bool listenerPaused_ = false;
   Deadline listenerResume_ = Deadline::never();
 
-  uint32_t nranks_ = 0;  // 0 until the first join
+  uint32_t nranks_ = 0;                 // 0 until the first join
   std::map<uint32_t, uint64_t> slots_;  // rank -> connection id; never sized from peer input
   bool complete_ = false;
   rendezvous::Buffer failure_;  // set once the ranks disagree; every join then gets it
@@ -176,7 +176,7 @@ void RootServerImpl::acceptAll() {
     int fd = accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&storage), &length,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno == EINTR || net::isTransientAcceptError(errno)) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
         WEFT_WARN("rendezvous root %s: accept failed (%s); pausing for 100 ms",
                   bound_.toString().c_str(), std::strerror(errno));
@@ -262,7 +262,8 @@ void RootServerImpl::updateInterest(uint64_t id) {
 std::string RootServerImpl::describe(uint64_t id) const {
   const Entry& entry = connections_.at(id);
   std::string text = entry.connection->peer().toString();
-  if (entry.joinHandled) text = "rank " + std::to_string(entry.connection->join().rank) + " (" + text + ")";
+  if (entry.joinHandled)
+    text = "rank " + std::to_string(entry.connection->join().rank) + " (" + text + ")";
   return text;
 }
 
@@ -347,8 +348,8 @@ void RootServerImpl::failRound(uint64_t id) {
                         std::to_string(join.nranks);
   if (!slots_.empty()) {
     const RootConnection& first = *connections_.at(slots_.begin()->second).connection;
-    message += " but rank " + std::to_string(first.join().rank) + " (" +
-               first.peer().toString() + ") passed " + std::to_string(first.join().nranks);
+    message += " but rank " + std::to_string(first.join().rank) + " (" + first.peer().toString() +
+               ") passed " + std::to_string(first.join().nranks);
   } else {
     message += " but an earlier rank passed " + std::to_string(nranks_);
   }

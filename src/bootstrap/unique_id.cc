@@ -73,8 +73,10 @@ Status decodeUniqueId(const weftUniqueId& id, UniqueIdContents* out) {
   }
   UniqueIdContents contents;
   Status address = net::SocketAddress::decode(bytes + kAddressOffset, &contents.root);
-  if (!address.isOk()) return invalidArgument("uniqueId holds a bad root address: " + address.message());
-  if (contents.root.port() == 0) return invalidArgument("uniqueId holds a root address with port 0");
+  if (!address.isOk())
+    return invalidArgument("uniqueId holds a bad root address: " + address.message());
+  if (contents.root.port() == 0)
+    return invalidArgument("uniqueId holds a root address with port 0");
   std::memcpy(contents.secret.data(), bytes + kSecretOffset, contents.secret.size());
   *out = contents;
   return Status::ok();
@@ -99,6 +101,8 @@ Status createUniqueId(weftUniqueId* out) {
   return Status::ok();
 }
 
-size_t activeRootServers() { return ServerRegistry::instance().active(); }
+size_t activeRootServers() {
+  return ServerRegistry::instance().active();
+}
 
 }  // namespace weft::bootstrap

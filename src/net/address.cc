@@ -150,8 +150,8 @@ Status SocketAddress::parse(const std::string& text, SocketAddress* out) {
     host = text.substr(0, colon);
     portText = text.substr(colon + 1);
     if (host.find(':') != std::string::npos) {
-      return invalidArgument("address '" + text + "': put IPv6 addresses in brackets, e.g. [::1]:" +
-                             portText);
+      return invalidArgument("address '" + text +
+                             "': put IPv6 addresses in brackets, e.g. [::1]:" + portText);
     }
   }
   uint16_t port = 0;
@@ -381,8 +381,9 @@ Status chooseLocalInterface(Interface* out) {
     return std::make_tuple(c.loopback, c.interface.address.family() != AF_INET, c.linkLocal,
                            c.order);
   };
-  auto best = std::min_element(candidates.begin(), candidates.end(),
-                               [&](const Candidate& a, const Candidate& b) { return rank(a) < rank(b); });
+  auto best =
+      std::min_element(candidates.begin(), candidates.end(),
+                       [&](const Candidate& a, const Candidate& b) { return rank(a) < rank(b); });
   *out = best->interface;
   return Status::ok();
 }

@@ -144,8 +144,7 @@ Status answerChallenge(const Secret& secret, const uint8_t* helloBytes, const ui
 }
 
 Status checkProof(const Secret& secret, const uint8_t* helloBytes,
-                  const std::array<uint8_t, 16>& serverNonce, const uint8_t* proof,
-                  size_t length) {
+                  const std::array<uint8_t, 16>& serverNonce, const uint8_t* proof, size_t length) {
   WEFT_TRY(checkLength(length, kProofBytes, "proof"));
   WEFT_TRY(checkMagic(proof, "proof"));
   uint8_t expected[kMacBytes];

@@ -178,8 +178,7 @@ Status acceptOne(const Socket& listener, Deadline deadline, Socket* out, SocketA
       }
       continue;
     }
-    // A connection that died in the queue, or a signal: both only concern that attempt.
-    if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
+    if (err == EINTR || isTransientAcceptError(err)) continue;
     return systemError("accept on " + localAddress(listener.fd()).toString(), err);
   }
 }
@@ -226,7 +225,8 @@ Status recvAll(int fd, void* data, size_t bytes, Deadline deadline) {
     if (err == EAGAIN || err == EWOULDBLOCK) {
       if (!waitFor(fd, POLLIN, deadline)) {
         return timeoutError("receiving from " + peerName(fd) + ": " + std::to_string(left) +
-                            " of " + std::to_string(bytes) + " bytes still missing at the deadline");
+                            " of " + std::to_string(bytes) +
+                            " bytes still missing at the deadline");
       }
       continue;
     }
@@ -235,6 +235,23 @@ Status recvAll(int fd, void* data, size_t bytes, Deadline deadline) {
     return systemError("receiving from " + peerName(fd), err);
   }
   return Status::ok();
+}
+
+bool isTransientAcceptError(int err) {
+  switch (err) {
+    case ECONNABORTED:
+    case EPROTO:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Status setNonBlocking(int fd) {

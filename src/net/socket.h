@@ -49,6 +49,10 @@ Status acceptOne(const Socket& listener, Deadline deadline, Socket* out, SocketA
 Status sendAll(int fd, const void* data, size_t bytes, Deadline deadline);
 Status recvAll(int fd, void* data, size_t bytes, Deadline deadline);
 
+// accept() errors that concern only the connection being accepted (a pending network error or
+// a connection aborted in the queue, per accept(2)); the caller should just accept again.
+bool isTransientAcceptError(int err);
+
 Status setNonBlocking(int fd);
 Status setNoDelay(int fd);
 // Socket buffer sizes; 0 leaves the kernel's autotuning alone.

@@ -103,7 +103,8 @@ class WeftrunProcess {
         }
       }
       // Once weftrun is gone its ranks are too, so the pipes close at once; a rank that weftrun
-      // failed to end would keep them open, which must not hang the test either.
+      // failed to end would keep them open, which must not hang the test either. (A bitwise "|"
+      // so that both pipes are read on every pass.)
       bool open = ReadAvailable(&out_fd_, &result.out) | ReadAvailable(&err_fd_, &result.err);
       if (reaped_ && (!open || Clock::now() - exited_at > 2s)) break;
     }
@@ -302,13 +303,19 @@ TEST_CASE("tag-output splits very long lines and passes bytes through", "[launch
   CHECK(lines.back() == std::string("[0] bin\0\1\377", 10));
 }
 
+// A shell loop that waits (at most ~10 s) until the named file exists.
+static std::string AwaitFile(const std::string& name) {
+  return "i=0; while [ ! -e " + name + " ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; ";
+}
+
 TEST_CASE("a failing rank ends the job with its status", "[launcher]") {
   TempDir dir;
+  // Rank 2 fails once the others have recorded their pids and are sleeping.
   RunResult run =
       RunWeftrun({"-n", "3", "sh", "-c",
-                  "echo $$ > " + dir.path() +
-                      "/pid.$WEFT_RANK; "
-                      "if [ $WEFT_RANK = 2 ]; then sleep 0.3; exit 3; fi; exec sleep 60"});
+                  "cd " + dir.path() + "; echo $$ > pid.$WEFT_RANK.tmp; " +
+                      "mv pid.$WEFT_RANK.tmp pid.$WEFT_RANK; " + "if [ $WEFT_RANK = 2 ]; then " +
+                      AwaitFile("pid.0") + AwaitFile("pid.1") + "exit 3; fi; exec sleep 60"});
   CHECK(run.status == 3);
   CHECK(run.elapsed_s < 5);
   CHECK_FALSE(run.hung);
@@ -325,12 +332,16 @@ TEST_CASE("a failing rank ends the job with its status", "[launcher]") {
 }
 
 TEST_CASE("ranks that ignore SIGTERM are killed after the grace period", "[launcher]") {
+  TempDir dir;
+  // Rank 1 fails only after rank 0 ignores SIGTERM, so that rank 0 must be killed.
   RunResult run = RunWeftrun({"--grace", "1", "-n", "2", "sh", "-c",
-                              "trap '' TERM; if [ $WEFT_RANK = 1 ]; then exit 5; fi; sleep 60"});
+                              "cd " + dir.path() + "; trap '' TERM; if [ $WEFT_RANK = 1 ]; then " +
+                                  AwaitFile("ready.0") + "exit 5; fi; touch ready.0; sleep 60"});
   CHECK(run.status == 5);
   CHECK(run.elapsed_s >= 0.9);
   CHECK(run.elapsed_s < 5);
   CHECK_THAT(run.err, Catch::Contains("rank 1 (pid") && Catch::Contains("exited with status 5"));
+  CHECK_THAT(run.err, Catch::Contains("rank 0 (pid") && Catch::Contains("signal 9"));
 }
 
 TEST_CASE("a rank killed by a signal gives 128 + signal", "[launcher]") {
@@ -414,7 +425,7 @@ TEST_CASE("weftrun rejects bad command lines", "[launcher]") {
   CHECK(RunWeftrun({"--timeout", "soon", "-n", "1", "true"}).status == 2);
   RunResult version = RunWeftrun({"--version"});
   CHECK(version.status == 0);
-  CHECK(version.out == "weftrun 0.1.0\n");
+  CHECK_THAT(version.out, Catch::Matches("weftrun [0-9]+\\.[0-9]+\\.[0-9]+\n"));
   CHECK(RunWeftrun({"--help"}).status == 0);
   // Options after the program belong to the program.
   RunResult passthrough = RunWeftrun({"--np=1", "--", "echo", "-n", "x"});

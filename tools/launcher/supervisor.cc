@@ -94,6 +94,8 @@ int Supervisor::Run() {
 }
 
 bool Supervisor::Prepare(EnvBlock* job_env) {
+  // First, so that the signalfd cannot take the number of a closed stdout.
+  PrepareDescriptors(options_, &child_setup_);
   std::string error;
   if (!signals_.Open(&error)) {
     Report("weftrun: %s\n", error.c_str());
@@ -101,7 +103,6 @@ bool Supervisor::Prepare(EnvBlock* job_env) {
   }
   child_setup_.original_mask = signals_.original_mask();
   child_setup_.original_sigpipe = signals_.original_sigpipe();
-  PrepareDescriptors(options_, &child_setup_);
   if (!PrepareJobEnvironment(options_, job_env, &error)) {
     Report("weftrun: %s\n", error.c_str());
     return false;

@@ -53,7 +53,9 @@ UniqueIdContents freshId() {
   return contents;
 }
 
-std::string descriptionOf(int rank) { return "rank-" + std::to_string(rank) + std::string(rank * 100, 'd'); }
+std::string descriptionOf(int rank) {
+  return "rank-" + std::to_string(rank) + std::string(rank * 100, 'd');
+}
 
 struct RankResult {
   Status status;
@@ -98,8 +100,7 @@ bool contains(const Status& status, const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("bootstrap of 1..8 ranks delivers descriptions, allgather and barrier",
-          "[bootstrap]") {
+TEST_CASE("bootstrap of 1..8 ranks delivers descriptions, allgather and barrier", "[bootstrap]") {
   LoopbackOnly loopback;
   for (int nranks = 1; nranks <= 8; ++nranks) {
     INFO("nranks " << nranks);
@@ -132,7 +133,8 @@ TEST_CASE("bootstrap of 1..8 ranks delivers descriptions, allgather and barrier"
       }
     }
     for (int round = 0; round < 3; ++round) {
-      statuses = onEveryRank(ranks, [](Bootstrap& b, int) { return b.barrier(Deadline::after(5000)); });
+      statuses =
+          onEveryRank(ranks, [](Bootstrap& b, int) { return b.barrier(Deadline::after(5000)); });
       for (const Status& s : statuses) CHECK(s.isOk());
     }
   }
@@ -243,8 +245,10 @@ TEST_CASE("ranks that disagree on nranks all fail naming the disagreement", "[bo
   UniqueIdContents id = freshId();
   Status statuses[2];
   std::unique_ptr<Bootstrap> boots[2];
-  std::thread a([&] { statuses[0] = Bootstrap::create(id, 0, 2, "a", Deadline::after(5000), &boots[0]); });
-  std::thread b([&] { statuses[1] = Bootstrap::create(id, 1, 3, "b", Deadline::after(5000), &boots[1]); });
+  std::thread a(
+      [&] { statuses[0] = Bootstrap::create(id, 0, 2, "a", Deadline::after(5000), &boots[0]); });
+  std::thread b(
+      [&] { statuses[1] = Bootstrap::create(id, 1, 3, "b", Deadline::after(5000), &boots[1]); });
   a.join();
   b.join();
   for (const Status& status : statuses) {
@@ -336,12 +340,115 @@ TEST_CASE("bootstrap failures after the ring is up name the rank", "[bootstrap]"
   }
 }
 
+TEST_CASE("bootstrap works over IPv6 loopback", "[bootstrap]") {
+  weft::net::SocketAddress v6;
+  REQUIRE(weft::net::SocketAddress::parse("[::1]:0", &v6).isOk());
+  weft::net::Socket probe;
+  if (!weft::net::listenOn(v6, 1, &probe, nullptr).isOk()) {
+    WARN("no IPv6 loopback here; skipping");
+    return;
+  }
+  probe.close();
+  LoopbackOnly loopback;
+  const char* oldFamily = std::getenv("WEFT_SOCKET_FAMILY");
+  std::optional<std::string> savedFamily =
+      oldFamily ? std::optional<std::string>(oldFamily) : std::nullopt;
+  setenv("WEFT_SOCKET_FAMILY", "AF_INET6", 1);
+  UniqueIdContents id = freshId();
+  std::vector<RankResult> ranks = createRanks(id, 3);
+  if (savedFamily) {
+    setenv("WEFT_SOCKET_FAMILY", savedFamily->c_str(), 1);
+  } else {
+    unsetenv("WEFT_SOCKET_FAMILY");
+  }
+  CHECK(id.root.family() == AF_INET6);
+  requireAllOk(ranks);
+  CHECK(ranks[2].bootstrap->descriptions()[1] == descriptionOf(1));
+}
+
+TEST_CASE("strays on the ring listener are dropped", "[bootstrap]") {
+  namespace rv = weft::bootstrap::rendezvous;
+  using weft::net::Purpose;
+  LoopbackOnly loopback;
+  UniqueIdContents id = freshId();
+  // This thread plays rank 0 by hand, so that it learns rank 1's ring address and can send it
+  // strays before the real connection.
+  weft::net::SocketAddress local;
+  REQUIRE(weft::net::SocketAddress::parse("127.0.0.1:0", &local).isOk());
+  weft::net::Socket listener;
+  weft::net::SocketAddress ringAddress;
+  REQUIRE(weft::net::listenOn(local, 8, &listener, &ringAddress).isOk());
+
+  Status rank1Status;
+  std::unique_ptr<Bootstrap> rank1;
+  std::thread rank1Thread(
+      [&] { rank1Status = Bootstrap::create(id, 1, 2, "one", Deadline::after(8000), &rank1); });
+
+  Deadline deadline = Deadline::after(5000);
+  weft::net::Socket root;
+  REQUIRE(weft::net::connectTo(id.root, deadline, &root).isOk());
+  REQUIRE(weft::net::authenticateClient(root.fd(), id.secret, Purpose::kRendezvous, 0, deadline)
+              .isOk());
+  rv::JoinHeader join;
+  join.rank = 0;
+  join.nranks = 2;
+  join.ring = ringAddress;
+  join.descriptionBytes = 4;
+  uint8_t header[rv::kJoinHeaderBytes];
+  rv::encodeJoinHeader(join, header);
+  REQUIRE(weft::net::sendAll(root.fd(), header, sizeof(header), deadline).isOk());
+  REQUIRE(weft::net::sendAll(root.fd(), "zero", 4, deadline).isOk());
+  rv::Table table;
+  REQUIRE(rv::readReply(root.fd(), 2, deadline, &table).isOk());
+  CHECK(table.descriptions[1] == "one");
+
+  // Stray 1: a wrong secret. Stray 2: authenticated but claiming another rank. Stray 3: garbage.
+  weft::net::Secret wrong = id.secret;
+  wrong[5] ^= 1;
+  weft::net::Socket stray1, stray2, stray3;
+  REQUIRE(weft::net::connectTo(table.ring[1], deadline, &stray1).isOk());
+  CHECK(
+      weft::net::authenticateClient(stray1.fd(), wrong, Purpose::kBootstrap, table.commId, deadline)
+          .code() == weftInvalidUsage);
+  stray1.close();
+  REQUIRE(weft::net::connectTo(table.ring[1], deadline, &stray2).isOk());
+  REQUIRE(weft::net::authenticateClient(stray2.fd(), id.secret, Purpose::kBootstrap, table.commId,
+                                        deadline)
+              .isOk());
+  uint8_t rankBytes[4];
+  weft::net::wire::putU32(rankBytes, 5);
+  REQUIRE(weft::net::sendAll(stray2.fd(), rankBytes, 4, deadline).isOk());
+  REQUIRE(weft::net::connectTo(table.ring[1], deadline, &stray3).isOk());
+  std::vector<uint8_t> junk(64, 0x33);
+  REQUIRE(weft::net::sendAll(stray3.fd(), junk.data(), junk.size(), deadline).isOk());
+
+  // The real rank 0 connection, then rank 1's connection to us.
+  weft::net::Socket next;
+  REQUIRE(weft::net::connectTo(table.ring[1], deadline, &next).isOk());
+  REQUIRE(weft::net::authenticateClient(next.fd(), id.secret, Purpose::kBootstrap, table.commId,
+                                        deadline)
+              .isOk());
+  weft::net::wire::putU32(rankBytes, 0);
+  REQUIRE(weft::net::sendAll(next.fd(), rankBytes, 4, deadline).isOk());
+  weft::net::Socket prev;
+  REQUIRE(weft::net::acceptOne(listener, deadline, &prev, nullptr).isOk());
+  REQUIRE(weft::net::authenticateServer(prev.fd(), id.secret, Purpose::kBootstrap, table.commId,
+                                        deadline)
+              .isOk());
+  REQUIRE(weft::net::recvAll(prev.fd(), rankBytes, 4, deadline).isOk());
+  CHECK(weft::net::wire::getU32(rankBytes) == 1);
+  rank1Thread.join();
+  INFO(rank1Status.message());
+  CHECK(rank1Status.isOk());
+}
+
 TEST_CASE("Bootstrap::create checks its arguments", "[bootstrap]") {
   UniqueIdContents id;
   std::unique_ptr<Bootstrap> boot;
   CHECK(Bootstrap::create(id, 0, 0, "", Deadline::after(100), &boot).code() == weftInvalidArgument);
   CHECK(Bootstrap::create(id, 2, 2, "", Deadline::after(100), &boot).code() == weftInvalidArgument);
-  CHECK(Bootstrap::create(id, -1, 2, "", Deadline::after(100), &boot).code() == weftInvalidArgument);
+  CHECK(Bootstrap::create(id, -1, 2, "", Deadline::after(100), &boot).code() ==
+        weftInvalidArgument);
   std::string huge(weft::bootstrap::rendezvous::kMaxDescriptionBytes + 1, 'x');
   Status status = Bootstrap::create(id, 0, 1, huge, Deadline::after(100), &boot);
   CHECK(status.code() == weftInvalidArgument);

@@ -15,12 +15,29 @@ namespace {
 
 // Every variable readLaunchEnvironment may look at, so each case starts from a clean slate even
 // when the tests themselves run under a launcher.
-const char* const kLaunchVariables[] = {
-    "WEFT_RANK", "WEFT_NRANKS", "WEFT_LOCAL_RANK", "WEFT_LOCAL_NRANKS", "WEFT_ROOT_ADDR",
-    "WEFT_SECRET", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-    "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "SLURM_PROCID", "SLURM_NTASKS",
-    "SLURM_LOCALID", "SLURM_TASKS_PER_NODE", "SLURM_JOB_ID", "SLURM_STEP_ID"};
+const char* const kLaunchVariables[] = {"WEFT_RANK",
+                                        "WEFT_NRANKS",
+                                        "WEFT_LOCAL_RANK",
+                                        "WEFT_LOCAL_NRANKS",
+                                        "WEFT_ROOT_ADDR",
+                                        "WEFT_SECRET",
+                                        "RANK",
+                                        "WORLD_SIZE",
+                                        "LOCAL_RANK",
+                                        "LOCAL_WORLD_SIZE",
+                                        "MASTER_ADDR",
+                                        "MASTER_PORT",
+                                        "OMPI_COMM_WORLD_RANK",
+                                        "OMPI_COMM_WORLD_SIZE",
+                                        "OMPI_COMM_WORLD_LOCAL_RANK",
+                                        "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                        "OMPI_MCA_ess_base_jobid",
+                                        "SLURM_PROCID",
+                                        "SLURM_NTASKS",
+                                        "SLURM_LOCALID",
+                                        "SLURM_TASKS_PER_NODE",
+                                        "SLURM_JOB_ID",
+                                        "SLURM_STEP_ID"};
 
 class LaunchEnv {
  public:
@@ -108,7 +125,8 @@ TEST_CASE("weftrun environment", "[bootstrap][launch]") {
     expectError({"WEFT_NRANKS", "not set"});
   }
   SECTION("malformed rank") {
-    LaunchEnv env({{"WEFT_RANK", "1x"}, {"WEFT_NRANKS", "2"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    LaunchEnv env(
+        {{"WEFT_RANK", "1x"}, {"WEFT_NRANKS", "2"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
     expectError({"WEFT_RANK='1x'"});
   }
   SECTION("rank out of range") {
@@ -116,7 +134,8 @@ TEST_CASE("weftrun environment", "[bootstrap][launch]") {
     expectError({"WEFT_RANK='2'", "WEFT_NRANKS=2"});
   }
   SECTION("negative rank") {
-    LaunchEnv env({{"WEFT_RANK", "-1"}, {"WEFT_NRANKS", "2"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
+    LaunchEnv env(
+        {{"WEFT_RANK", "-1"}, {"WEFT_NRANKS", "2"}, {"WEFT_ROOT_ADDR", "127.0.0.1:5000"}});
     expectError({"WEFT_RANK='-1'"});
   }
   SECTION("zero ranks") {
@@ -175,7 +194,8 @@ TEST_CASE("torchrun environment", "[bootstrap][launch]") {
     CHECK(info.root.toString() == "127.0.0.1:29501");
   }
   SECTION("IPv6 and host names") {
-    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "::1"}, {"MASTER_PORT", "80"}});
+    LaunchEnv env(
+        {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "::1"}, {"MASTER_PORT", "80"}});
     CHECK(readOk().root.toString() == "[::1]:81");
     setenv("MASTER_ADDR", "localhost", 1);
     LaunchInfo info = readOk();
@@ -195,11 +215,17 @@ TEST_CASE("torchrun environment", "[bootstrap][launch]") {
     expectError({"MASTER_ADDR", "WEFT_ROOT_ADDR"});
   }
   SECTION("malformed MASTER_PORT") {
-    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "http"}});
+    LaunchEnv env({{"RANK", "0"},
+                   {"WORLD_SIZE", "2"},
+                   {"MASTER_ADDR", "127.0.0.1"},
+                   {"MASTER_PORT", "http"}});
     expectError({"MASTER_PORT='http'"});
   }
   SECTION("MASTER_PORT at the top of the range") {
-    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "65535"}});
+    LaunchEnv env({{"RANK", "0"},
+                   {"WORLD_SIZE", "2"},
+                   {"MASTER_ADDR", "127.0.0.1"},
+                   {"MASTER_PORT", "65535"}});
     expectError({"MASTER_PORT='65535'"});
   }
   SECTION("missing WORLD_SIZE") {
@@ -207,7 +233,10 @@ TEST_CASE("torchrun environment", "[bootstrap][launch]") {
     expectError({"WORLD_SIZE"});
   }
   SECTION("the derived secret depends on the root") {
-    LaunchEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}});
+    LaunchEnv env({{"RANK", "0"},
+                   {"WORLD_SIZE", "2"},
+                   {"MASTER_ADDR", "127.0.0.1"},
+                   {"MASTER_PORT", "29500"}});
     LaunchInfo a = readOk();
     LaunchInfo b = readOk();
     CHECK(a.secret == b.secret);

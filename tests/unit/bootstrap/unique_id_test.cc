@@ -117,9 +117,9 @@ TEST_CASE("createUniqueId starts a root that authenticates with the id's secret"
   // Finish both rounds so that their servers exit.
   for (const UniqueIdContents* contents : {&a, &b}) {
     std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
-    REQUIRE(weft::bootstrap::Bootstrap::create(*contents, 0, 1, "x", Deadline::after(3000),
-                                               &bootstrap)
-                .isOk());
+    REQUIRE(
+        weft::bootstrap::Bootstrap::create(*contents, 0, 1, "x", Deadline::after(3000), &bootstrap)
+            .isOk());
   }
 }
 
@@ -141,9 +141,9 @@ TEST_CASE("finished root servers are reaped", "[bootstrap][uniqueid]") {
     UniqueIdContents contents;
     REQUIRE(weft::bootstrap::decodeUniqueId(id, &contents).isOk());
     std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
-    REQUIRE(weft::bootstrap::Bootstrap::create(contents, 0, 1, "", Deadline::after(3000),
-                                               &bootstrap)
-                .isOk());
+    REQUIRE(
+        weft::bootstrap::Bootstrap::create(contents, 0, 1, "", Deadline::after(3000), &bootstrap)
+            .isOk());
   }
   CHECK(waitForIdle(before) <= before);
 }

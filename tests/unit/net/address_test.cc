@@ -91,9 +91,9 @@ TEST_CASE("SocketAddress parses IPv4, IPv6, scoped IPv6 and host names", "[net][
 }
 
 TEST_CASE("SocketAddress rejects malformed text and names it", "[net][address]") {
-  for (const char* text : {"1.2.3.4", "1.2.3.4:", "1.2.3.4:70000", "1.2.3.4:-1", "1.2.3.4:5x",
-                           "::1:5", "[::1]5", "[::1", "[::1]:", ":5", "[zz::1]:5", "[1.2.3.4]:5",
-                           "[fe80::1%nosuchif9]:5", ""}) {
+  for (const char* text :
+       {"1.2.3.4", "1.2.3.4:", "1.2.3.4:70000", "1.2.3.4:-1", "1.2.3.4:5x", "::1:5", "[::1]5",
+        "[::1", "[::1]:", ":5", "[zz::1]:5", "[1.2.3.4]:5", "[fe80::1%nosuchif9]:5", ""}) {
     SocketAddress address;
     weft::Status status = SocketAddress::parse(text, &address);
     INFO(text);

@@ -166,12 +166,13 @@ TEST_CASE("the pure handshake accepts the right secret only", "[net][auth]") {
   SECTION("a proof for another nonce or hello is refused") {
     std::array<uint8_t, 16> otherNonce = e.serverNonce;
     otherNonce[0] ^= 1;
-    CHECK_FALSE(handshake::checkProof(secret, e.hello, otherNonce, e.proof, sizeof(e.proof)).isOk());
+    CHECK_FALSE(
+        handshake::checkProof(secret, e.hello, otherNonce, e.proof, sizeof(e.proof)).isOk());
     uint8_t otherHello[handshake::kHelloBytes];
     std::memcpy(otherHello, e.hello, sizeof(otherHello));
     otherHello[8] ^= 1;  // another communicator
-    CHECK_FALSE(handshake::checkProof(secret, otherHello, e.serverNonce, e.proof, sizeof(e.proof))
-                    .isOk());
+    CHECK_FALSE(
+        handshake::checkProof(secret, otherHello, e.serverNonce, e.proof, sizeof(e.proof)).isOk());
   }
   SECTION("the server's MAC cannot be reflected as the client's proof") {
     uint8_t reflected[handshake::kProofBytes];
@@ -201,13 +202,15 @@ TEST_CASE("the pure handshake accepts the right secret only", "[net][auth]") {
 
 TEST_CASE("authenticateClient/Server over a stream", "[net][auth]") {
   SECTION("success") {
-    Outcome o = runHandshake(secretOf(1), Purpose::kTcpData, 42, secretOf(1), Purpose::kTcpData, 42);
+    Outcome o =
+        runHandshake(secretOf(1), Purpose::kTcpData, 42, secretOf(1), Purpose::kTcpData, 42);
     INFO(o.client.message() << " / " << o.server.message());
     CHECK(o.client.isOk());
     CHECK(o.server.isOk());
   }
   SECTION("wrong secret is refused on both sides") {
-    Outcome o = runHandshake(secretOf(1), Purpose::kTcpData, 42, secretOf(2), Purpose::kTcpData, 42);
+    Outcome o =
+        runHandshake(secretOf(1), Purpose::kTcpData, 42, secretOf(2), Purpose::kTcpData, 42);
     CHECK(o.client.code() == weftInvalidUsage);
     CHECK(contains(o.client, "wrong secret"));
     CHECK_FALSE(o.server.isOk());
@@ -222,7 +225,8 @@ TEST_CASE("authenticateClient/Server over a stream", "[net][auth]") {
     CHECK(contains(o.client, "refused our hello"));
   }
   SECTION("wrong communicator id") {
-    Outcome o = runHandshake(secretOf(1), Purpose::kTcpData, 41, secretOf(1), Purpose::kTcpData, 42);
+    Outcome o =
+        runHandshake(secretOf(1), Purpose::kTcpData, 41, secretOf(1), Purpose::kTcpData, 42);
     CHECK(o.server.code() == weftInvalidUsage);
     CHECK(contains(o.server, "unexpected communicator id"));
     CHECK_FALSE(o.client.isOk());
@@ -235,7 +239,8 @@ TEST_CASE("authenticateServer drops garbage, truncation and silence", "[net][aut
   SECTION("garbage") {
     uint8_t garbage[handshake::kHelloBytes];
     std::memset(garbage, 0x5A, sizeof(garbage));
-    REQUIRE(weft::net::sendAll(client.fd(), garbage, sizeof(garbage), Deadline::after(1000)).isOk());
+    REQUIRE(
+        weft::net::sendAll(client.fd(), garbage, sizeof(garbage), Deadline::after(1000)).isOk());
     Status status = weft::net::authenticateServer(server.fd(), secretOf(1), Purpose::kTcpData, 0,
                                                   Deadline::after(1000));
     CHECK(status.code() == weftRemoteError);
@@ -243,7 +248,8 @@ TEST_CASE("authenticateServer drops garbage, truncation and silence", "[net][aut
   }
   SECTION("truncated hello, then hang-up") {
     uint8_t partial[10] = {};
-    REQUIRE(weft::net::sendAll(client.fd(), partial, sizeof(partial), Deadline::after(1000)).isOk());
+    REQUIRE(
+        weft::net::sendAll(client.fd(), partial, sizeof(partial), Deadline::after(1000)).isOk());
     client.close();
     Status status = weft::net::authenticateServer(server.fd(), secretOf(1), Purpose::kTcpData, 0,
                                                   Deadline::after(1000));

@@ -74,13 +74,15 @@ TEST_CASE("connectTo retries until the listener appears", "[net][socket]") {
     REQUIRE(weft::net::listenOn(loopback(), 1, &probe, &address).isOk());
   }
   Socket late;
+  Status listening;
   std::thread listener([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    REQUIRE(weft::net::listenOn(address, 4, &late, nullptr).isOk());
+    listening = weft::net::listenOn(address, 4, &late, nullptr);
   });
   Socket client;
   Status status = weft::net::connectTo(address, Deadline::after(3000), &client);
   listener.join();
+  REQUIRE(listening.isOk());
   INFO(status.message());
   CHECK(status.isOk());
 }
@@ -116,11 +118,15 @@ TEST_CASE("sendAll and recvAll move large buffers both ways at once", "[net][soc
   std::vector<uint8_t> out(8 << 20);
   std::iota(out.begin(), out.end(), uint8_t{0});
   std::vector<uint8_t> in(out.size());
+  // Catch2 assertions are not thread-safe: the thread only records its result.
+  Status sent;
   std::thread sender([&] {
-    CHECK(weft::net::sendAll(client.fd(), out.data(), out.size(), Deadline::after(10000)).isOk());
+    sent = weft::net::sendAll(client.fd(), out.data(), out.size(), Deadline::after(10000));
   });
-  CHECK(weft::net::recvAll(server.fd(), in.data(), in.size(), Deadline::after(10000)).isOk());
+  Status received = weft::net::recvAll(server.fd(), in.data(), in.size(), Deadline::after(10000));
   sender.join();
+  CHECK(sent.isOk());
+  CHECK(received.isOk());
   CHECK(in == out);
 }
 

@@ -2,6 +2,7 @@
 // aliasing cases, wrap-around, NaN propagation, the half/bfloat16 conversions and finishAvg.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -194,11 +195,11 @@ std::vector<unsigned char> runKernel(ReduceFn fn, weftDataType_t type,
                                      const std::vector<unsigned char>& b, Alias alias) {
   const size_t size = typeSize(type), bytes = a.size(), guard = 64 * size;
   std::vector<unsigned char> dst(size + bytes + guard, 0xa5), lhs(dst), rhs(dst);
-  std::memcpy(lhs.data() + size, a.data(), bytes);
-  std::memcpy(rhs.data() + size, b.data(), bytes);
+  std::copy(a.begin(), a.end(), lhs.begin() + size);
+  std::copy(b.begin(), b.end(), rhs.begin() + size);
   unsigned char* out = dst.data() + size;
-  if (alias == Alias::kDstIsA) std::memcpy(out, a.data(), bytes);
-  if (alias == Alias::kDstIsB) std::memcpy(out, b.data(), bytes);
+  if (alias == Alias::kDstIsA) std::copy(a.begin(), a.end(), out);
+  if (alias == Alias::kDstIsB) std::copy(b.begin(), b.end(), out);
   fn(out, alias == Alias::kDstIsA ? out : lhs.data() + size,
      alias == Alias::kDstIsB ? out : rhs.data() + size, bytes / size);
   for (size_t i = size + bytes; i < dst.size(); ++i) {

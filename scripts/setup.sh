@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what weft builds and tests with, from Debian 12's packages. Idempotent: it only calls
+# apt-get when a package is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config      # toolchain
+  catch2                                # tests (Catch2 v2, single header)
+  libssl-dev                            # HMAC authentication (libcrypto)
+  iproute2 procps                       # network namespaces and process checks in tests
+)
+# Comparison baselines (perf/compare.sh); skipped with WEFT_SETUP_MINIMAL=1.
+if [[ "${WEFT_SETUP_MINIMAL:-0}" != 1 ]]; then
+  packages+=(openmpi-bin libopenmpi-dev python3-torch python3-matplotlib)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

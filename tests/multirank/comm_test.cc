@@ -1,0 +1,156 @@
+// Communicator behaviour beyond single collectives: split, groups, timeouts and abort.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multirank/rank_threads.h"
+
+namespace weft::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST_CASE("split by color orders ranks by key, and NOCOLOR gets no communicator", "[comm]") {
+  constexpr int n = 5;
+  std::vector<int> newRank(n, -2), newSize(n, -2), sums(n, -1);
+  std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    int color = rank == 4 ? WEFT_SPLIT_NOCOLOR : rank % 2;
+    weftComm_t sub = nullptr;
+    if (weftCommSplit(comm, color, -rank, &sub, nullptr) != weftSuccess) return;
+    // The parent still works after the split, for every rank.
+    int value = rank;
+    int parentSum = 0;
+    weftAllReduce(&value, &parentSum, 1, weftInt32, weftSum, comm, nullptr);
+    if (sub == nullptr) {
+      newRank[rank] = -1;
+      return;
+    }
+    weftCommUserRank(sub, &newRank[rank]);
+    weftCommCount(sub, &newSize[rank]);
+    weftAllReduce(&value, &sums[rank], 1, weftInt32, weftSum, sub, nullptr);
+    if (parentSum != 0 + 1 + 2 + 3 + 4) sums[rank] = -100;
+    weftCommDestroy(sub);
+  });
+  REQUIRE(init.empty());
+  // Even ranks {0, 2} (4 opted out), odd ranks {1, 3}; keys -rank reverse the order.
+  CHECK(newRank == std::vector<int>{1, 1, 0, 0, -1});
+  CHECK(newSize == std::vector<int>{2, 2, 2, 2, -2});
+  CHECK(sums == std::vector<int>{2, 4, 2, 4, -1});
+}
+
+TEST_CASE("a group of sends and receives around a ring completes through requests", "[comm]") {
+  constexpr int n = 4;
+  std::vector<int> received(n * 2, -1);
+  std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    int out[2] = {rank * 10, rank * 10 + 1};
+    int in[2] = {-1, -1};
+    weftRequest_t recvRequest = nullptr;
+    weftGroupStart();
+    weftSend(&out[0], 1, weftInt32, next, comm, nullptr);
+    weftSend(&out[1], 1, weftInt32, prev, comm, nullptr);
+    weftRecv(&in[0], 1, weftInt32, prev, comm, &recvRequest);
+    weftRecv(&in[1], 1, weftInt32, next, comm, nullptr);
+    if (weftGroupEnd() != weftSuccess) return;
+    if (weftWait(&recvRequest, 10000) != weftSuccess) return;
+    received[rank * 2] = in[0];
+    received[rank * 2 + 1] = in[1];
+  });
+  REQUIRE(init.empty());
+  for (int rank = 0; rank < n; ++rank) {
+    CHECK(received[rank * 2] == ((rank + n - 1) % n) * 10);
+    CHECK(received[rank * 2 + 1] == ((rank + 1) % n) * 10 + 1);
+  }
+}
+
+TEST_CASE("non-blocking calls run in issue order and overlap the caller", "[comm]") {
+  constexpr int n = 3;
+  constexpr int kCalls = 20;
+  std::atomic<int> wrong{0};
+  std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    std::vector<std::vector<int>> data(kCalls, std::vector<int>(1000));
+    std::vector<weftRequest_t> requests(kCalls);
+    for (int c = 0; c < kCalls; ++c) {
+      for (int& x : data[c]) x = rank + c;
+      weftAllReduce(data[c].data(), data[c].data(), 1000, weftInt32, weftSum, comm, &requests[c]);
+    }
+    for (int c = kCalls - 1; c >= 0; --c) {
+      if (weftWait(&requests[c], 30000) != weftSuccess) ++wrong;
+      if (data[c][999] != 0 + 1 + 2 + 3 * c) ++wrong;
+    }
+  });
+  REQUIRE(init.empty());
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a peer that never calls makes the survivor time out, naming it", "[comm][faults]") {
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = 1000;
+  std::string message;
+  weftResult_t result = weftSuccess, later = weftSuccess, asyncError = weftSuccess;
+  double elapsed = 0;
+  std::string init = runAsThreads(
+      2,
+      [&](weftComm_t comm, int rank) {
+        if (rank == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+          return;
+        }
+        float value = 1;
+        auto start = Clock::now();
+        result = weftAllReduce(&value, &value, 1, weftFloat32, weftSum, comm, nullptr);
+        elapsed = secondsSince(start);
+        message = weftGetLastError(comm);
+        weftCommGetAsyncError(comm, &asyncError);
+        later = weftBarrier(comm, nullptr);
+      },
+      &config);
+  REQUIRE(init.empty());
+  CHECK(result == weftTimeout);
+  CHECK(elapsed < 5.0);
+  CHECK(message.find("rank 1") != std::string::npos);
+  CHECK(message.find("allreduce") != std::string::npos);
+  CHECK(asyncError == weftTimeout);
+  CHECK(later == weftTimeout);
+}
+
+TEST_CASE("weftCommAbort from another thread releases a blocked call", "[comm][faults]") {
+  weftResult_t result = weftSuccess;
+  double released = 0;
+  std::string init = runAsThreads(2, [&](weftComm_t comm, int rank) {
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+      return;  // never joins the all-reduce; destroyed by the helper after rank 0 is released
+    }
+    std::atomic<bool> started{false};
+    Clock::time_point abortAt;
+    std::thread aborter([&] {
+      while (!started) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      abortAt = Clock::now();
+      weftCommAbort(comm);
+    });
+    float value = 1;
+    started = true;
+    result = weftAllReduce(&value, &value, 1, weftFloat32, weftSum, comm, nullptr);
+    released = secondsSince(abortAt);
+    aborter.join();
+  });
+  // rank 0's comm was aborted: runAsThreads' destroy of it is refused, which is fine.
+  REQUIRE(init.empty());
+  CHECK(result == weftAborted);
+  CHECK(released < 0.5);
+}
+
+}  // namespace weft::test
