@@ -2,9 +2,10 @@
 //
 //   reduce_bench [seconds-per-case]     (default 0.5)
 //
-// Build alone:  g++ -std=c++20 -O3 -Iinclude -Isrc perf/reduce_bench.cc src/reduce/*.cc \
-//                 -o reduce_bench
-// In CMake it only needs weft_internal (for src/reduce/kernels.h).
+// Build alone (from the repository root), all on one line:
+//   g++ -std=c++20 -O3 -Iinclude -Isrc perf/reduce_bench.cc src/reduce/*.cc -o reduce_bench
+// In CMake it needs weft_internal rather than weft: it reaches each variant through the internal
+// src/reduce/kernels.h.
 //
 // GB/s counts the bytes of dst written per second (10^9 bytes). Each element also reads two
 // inputs, so the memory traffic is about three times that (four with the read-for-ownership of a

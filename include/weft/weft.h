@@ -135,6 +135,7 @@ WEFT_API weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftU
  * WEFT_NRANKS, WEFT_ROOT_ADDR), torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
  * MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_*), Slurm (SLURM_PROCID, SLURM_NTASKS,
  * SLURM_LOCALID, with WEFT_ROOT_ADDR). The secret comes from WEFT_SECRET when it is set.
+ * With no launcher variables at all, the process becomes a communicator of one rank.
  * config may be NULL. */
 WEFT_API weftResult_t weftCommInitFromEnv(weftComm_t* comm, const weftConfig_t* config);
 

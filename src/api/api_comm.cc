@@ -26,10 +26,19 @@ weftResult_t finishInit(weftComm_t* comm, const Status& status, weftComm* create
 // that exact address when it is local, and the wildcard of its family otherwise (a host name
 // that resolves to an address this process cannot bind, such as a NAT'd one).
 Status initFromEnvironment(const weftConfig_t* config, weftComm** out) {
-  weft::bootstrap::LaunchInfo info;
-  WEFT_TRY(weft::bootstrap::readLaunchEnvironment(&info));
   weft::CommConfig resolved;
   WEFT_TRY(weft::resolveConfig(config, &resolved));
+  if (!weft::bootstrap::launcherDetected()) {
+    // Started by hand: a communicator of one, as MPI does for a singleton.
+    WEFT_INFO("no launcher environment found: running as a single rank");
+    weftUniqueId unique;
+    WEFT_TRY(weft::bootstrap::createUniqueId(&unique));
+    weft::bootstrap::UniqueIdContents id;
+    WEFT_TRY(weft::bootstrap::decodeUniqueId(unique, &id));
+    return weft::createComm(1, id, 0, resolved, out);
+  }
+  weft::bootstrap::LaunchInfo info;
+  WEFT_TRY(weft::bootstrap::readLaunchEnvironment(&info));
   std::shared_ptr<weft::bootstrap::RootServer> root;
   if (info.rank == 0) {
     weft::Deadline deadline = weft::Deadline::after(resolved.timeoutMs);

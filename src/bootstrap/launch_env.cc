@@ -148,6 +148,14 @@ Status torchrunRoot(std::string* rootText) {
 
 }  // namespace
 
+bool launcherDetected() {
+  for (const char* key : {"WEFT_RANK", "WEFT_NRANKS", "RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                          "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID"}) {
+    if (env::isSet(key)) return true;
+  }
+  return false;
+}
+
 Status readLaunchEnvironment(LaunchInfo* out) {
   LaunchInfo info;
   const Names* names = nullptr;

@@ -23,5 +23,7 @@ struct LaunchInfo {
 // Reads the first launcher whose variables are present, in the order weftrun, torchrun, Open MPI,
 // Slurm. Errors name the missing or malformed variable.
 Status readLaunchEnvironment(LaunchInfo* out);
+// Whether any supported launcher's variables are present at all.
+bool launcherDetected();
 
 }  // namespace weft::bootstrap

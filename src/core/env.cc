@@ -18,7 +18,7 @@ constexpr Variable kVariables[] = {
      "pid."},
     // Communicator behaviour.
     {"WEFT_ALGO", "",
-     "Force algorithms, e.g. 'ring' or 'allreduce=ring,broadcast=chain' (names: weft_info)."},
+     "Force algorithms, e.g. 'ring' or 'allreduce=ring,broadcast=chain' (names: docs/ALGORITHMS.md)."},
     {"WEFT_HOSTID", "", "Override the host identity (ranks with equal ids form a node)."},
     {"WEFT_SLICE_BYTES", "524288",
      "Pipelining unit of the ring and chain algorithms for large messages, in bytes."},

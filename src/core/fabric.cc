@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -92,11 +93,18 @@ Status Fabric::fail(Status why) {
   return failure_;
 }
 
+// Polling before sleeping saves the wake-up latency when the peer answers within the budget,
+// and wastes a core when it does not (or when ranks outnumber cores and the peer needs this
+// one). So the budget adapts: it doubles after a wait that polling satisfied and halves after one
+// that had to sleep, never below kMinSpin so that a quiet period can still be noticed.
 Status Fabric::waitAll(Xfer* const* xfers, size_t count) {
   using Clock = std::chrono::steady_clock;
+  constexpr int64_t kMinSpin = 2;
   if (!failure_.isOk()) return failure_;
   Deadline deadline = Deadline::after(timeoutMs_);
-  auto spinUntil = Clock::now() + std::chrono::microseconds(spinMicros_);
+  auto spinUntil = Clock::now() + std::chrono::microseconds(spinBudget_);
+  bool slept = false;
+  bool waited = false;  // only waits that did not complete at once tell anything about polling
   size_t first = 0;  // transfers before it are known to be done
   for (;;) {
     Status progressed = progressAll();
@@ -105,15 +113,22 @@ Status Fabric::waitAll(Xfer* const* xfers, size_t count) {
       if (!xfers[first]->status.isOk()) return fail(xfers[first]->status);
       ++first;
     }
-    if (first == count) return Status::ok();
+    if (first == count) break;
     if (aborted_.load(std::memory_order_acquire)) {
       return fail(Status(weftAborted, "the communicator was aborted"));
     }
     if (deadline.expired()) return fail(timeoutStatus(xfers + first, count - first));
-    if (spinMicros_ > 0 && Clock::now() < spinUntil) continue;
+    waited = true;
+    if (spinBudget_ > 0 && Clock::now() < spinUntil) continue;
+    slept = true;
     epoll_event events[8];
     epoll_wait(epollFd_, events, 8, deadline.remainingMs(1000));
   }
+  if (spinMicros_ > 0 && waited) {
+    spinBudget_ = slept ? std::max(kMinSpin, spinBudget_ / 2)
+                        : std::min(spinMicros_, spinBudget_ * 2);
+  }
+  return Status::ok();
 }
 
 Status Fabric::timeoutStatus(Xfer* const* xfers, size_t count) const {

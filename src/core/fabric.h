@@ -34,7 +34,7 @@ class Fabric {
   Status wait(Xfer* xfer) { return waitAll(&xfer, 1); }
 
   void setTimeoutMs(int64_t timeoutMs) { timeoutMs_ = timeoutMs; }
-  void setSpinMicros(int64_t micros) { spinMicros_ = micros; }
+  void setSpinMicros(int64_t micros) { spinMicros_ = spinBudget_ = micros; }
   // The operation named in timeout messages: "allreduce #12 (ring)". Static strings only.
   void setCurrentOp(const char* name, uint64_t seq, const char* algorithm) {
     opName_ = name;
@@ -67,7 +67,8 @@ class Fabric {
   std::atomic<bool> aborted_{false};
   Status failure_;
   int64_t timeoutMs_ = 300000;
-  int64_t spinMicros_ = 0;
+  int64_t spinMicros_ = 0;   // the most a wait may poll before sleeping
+  int64_t spinBudget_ = 0;   // what the next wait polls: adapts between kMinSpin and spinMicros_
   const char* opName_ = "an operation";
   uint64_t opSeq_ = 0;
   const char* opAlgorithm_ = "";

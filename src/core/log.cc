@@ -75,7 +75,8 @@ void setLevel(Level newLevel) { gLevel.store(static_cast<int>(newLevel)); }
 
 void write(Level lvl, const char* file, int line, const char* format, ...) {
   std::call_once(gSinkOnce, openSink);
-  static const std::string host = hostName();
+  // Never destroyed: server threads may still log while static destructors run at exit.
+  static const std::string& host = *new std::string(hostName());
   char message[2048];
   va_list args;
   va_start(args, format);

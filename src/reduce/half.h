@@ -75,9 +75,10 @@ inline uint16_t floatToBfloat16(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   // Round half to even on the 16 dropped bits; a carry into the exponent is the correct result,
   // including overflow to infinity. The sum cannot wrap: only NaN patterns lie above 0xff800000.
-  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  const uint32_t quietNan = (bits >> 16) | 0x0040u;
-  return uint16_t((bits & 0x7fffffffu) > 0x7f800000u ? quietNan : rounded);
+  // A NaN instead gets its quiet bit, since rounding could carry its payload into infinity.
+  const uint32_t roundingBias = 0x7fffu + ((bits >> 16) & 1u);
+  const bool isNan = (bits & 0x7fffffffu) > 0x7f800000u;
+  return uint16_t((isNan ? bits | 0x00400000u : bits + roundingBias) >> 16);
 }
 
 }  // namespace weft

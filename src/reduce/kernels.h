@@ -20,15 +20,14 @@ namespace weft::reduce::detail {
 enum class Isa : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
 inline constexpr int kNumIsas = 3;
 
-// The feature sets are exactly the x86-64-v3 and x86-64-v4 levels, which is what reduce.cc checks
-// at run time. The architecture itself is left alone so that ordinary inline functions (half.h)
-// still inline into these wrappers. 512-bit vectors are requested explicitly because the generic
-// tuning may otherwise settle for 256 bits.
-#define WEFT_TARGET_AVX2 __attribute__((target("avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,popcnt")))
-#define WEFT_TARGET_AVX512                                                         \
-  __attribute__((                                                                  \
-      target("avx512f,avx512bw,avx512cd,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2," \
-             "lzcnt,movbe,popcnt,prefer-vector-width=512")))
+// The features each variant is compiled for, and exactly those reduce.cc checks at run time:
+// what the kernels use rather than a whole x86-64-v3/v4 level, so that a virtual machine hiding an
+// unrelated feature (MOVBE, say) does not fall back to the baseline. FMA is left out on purpose:
+// were a*b+c ever contracted in one variant and not another, their results would differ.
+// 512-bit vectors are asked for explicitly because the generic tuning may settle for 256 bits.
+#define WEFT_TARGET_AVX2 __attribute__((target("avx2,f16c")))
+#define WEFT_TARGET_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,prefer-vector-width=512")))
 
 // Completes an average in place; nranks >= 2 (finishAvg filters the trivial cases).
 using AvgFn = void (*)(void* buf, size_t count, int nranks);

@@ -12,14 +12,16 @@ bool cpuSupports(Isa isa) {
   // Needed when we run before libgcc's own constructor has filled in the CPU model, e.g. from
   // another shared library's static initialiser.
   __builtin_cpu_init();
+  // libgcc reports AVX and AVX-512 features only when the OS also saves their registers (XCR0).
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   switch (isa) {
     case Isa::kBaseline:
       return true;
     case Isa::kAvx2:
-      // The level checks include the OS's consent to save the wider registers (XCR0).
-      return __builtin_cpu_supports("x86-64-v3");
+      return avx2;
     case Isa::kAvx512:
-      return __builtin_cpu_supports("x86-64-v4");
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   }
   return false;
 }

@@ -1,0 +1,39 @@
+/* Baseline for perf/compare.sh: MPI_Allreduce (float32 sum) over a size sweep, timed the way
+ * all_reduce_perf times weft (warm-up, then n back-to-back iterations; time averaged over ranks),
+ * printing size, time in microseconds and busbw (2(n-1)/n x bytes / time).
+ *   mpirun -np 2 ./mpi_allreduce_bench MIN_BYTES MAX_BYTES ITERS WARMUP */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, nranks;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  size_t minBytes = argc > 1 ? strtoull(argv[1], NULL, 10) : 8;
+  size_t maxBytes = argc > 2 ? strtoull(argv[2], NULL, 10) : 64 << 20;
+  int iters = argc > 3 ? atoi(argv[3]) : 20;
+  int warmup = argc > 4 ? atoi(argv[4]) : 5;
+  float* send = malloc(maxBytes);
+  float* recv = malloc(maxBytes);
+  for (size_t i = 0; i < maxBytes / sizeof(float); ++i) send[i] = (float)(rank + i % 7);
+  if (rank == 0) printf("# size_bytes time_us busbw_GBps\n");
+  for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= 2) {
+    int count = (int)(bytes / sizeof(float));
+    for (int i = 0; i < warmup; ++i) MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double mine = (MPI_Wtime() - start) / iters, sum = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double seconds = sum / nranks;
+    double busbw = (double)bytes / seconds / 1e9 * 2.0 * (nranks - 1) / nranks;
+    if (rank == 0) printf("%zu %.2f %.3f\n", bytes, seconds * 1e6, busbw);
+    fflush(stdout);
+  }
+  free(send);
+  free(recv);
+  MPI_Finalize();
+  return 0;
+}
