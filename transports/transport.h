@@ -74,7 +74,10 @@ class Transport {
   virtual void post(Xfer* xfer) = 0;
   // Advances transfers. A peer that vanished fails the transfers that involve it, and the
   // return value reports it (naming the peer) even when no transfer was pending on it.
-  virtual Status progress() = 0;
+  // woken: the caller slept on waitFd() since the last call, so readiness changed and the
+  // transport should consult it; otherwise the caller is polling and the transport may simply
+  // try its pending transfers (cheaper than asking the kernel what is ready first).
+  virtual Status progress(bool woken) = 0;
   virtual int waitFd() const = 0;
   // graceful: tell peers this rank is leaving on purpose (so they do not report it as dead).
   virtual void close(bool graceful) = 0;

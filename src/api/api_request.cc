@@ -28,7 +28,7 @@ weftResult_t weftWait(weftRequest_t* request, int timeoutMs) {
     return report(nullptr, weft::invalidArgument("weftWait: request is NULL"));
   }
   weftRequestImpl* impl = *request;
-  if (!impl->completion->waitFor(timeoutMs < 0 ? -1 : timeoutMs)) {
+  if (!impl->executor->waitFor(*impl->completion, timeoutMs < 0 ? -1 : timeoutMs)) {
     return report(nullptr, weft::timeoutError("weftWait: the call did not complete within " +
                                               std::to_string(timeoutMs) + " ms"));
   }

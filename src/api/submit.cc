@@ -9,10 +9,11 @@ namespace {
 
 // Calls collected between GroupStart and GroupEnd on this thread, per communicator.
 struct GroupedCalls {
-  weftComm* comm;
+  weftComm* comm = nullptr;
   std::vector<CollArgs> calls;
   std::shared_ptr<Completion> completion;
   bool someoneBlocks = false;
+  std::shared_ptr<Executor> executor;  // set when issued; outlives a concurrent destroy
 };
 
 struct GroupState {
@@ -26,12 +27,15 @@ GroupedCalls& groupFor(weftComm* comm) {
   for (GroupedCalls& grouped : tGroup.comms) {
     if (grouped.comm == comm) return grouped;
   }
-  tGroup.comms.push_back(GroupedCalls{comm, {}, std::make_shared<Completion>()});
+  GroupedCalls grouped;
+  grouped.comm = comm;
+  grouped.completion = std::make_shared<Completion>();
+  tGroup.comms.push_back(std::move(grouped));
   return tGroup.comms.back();
 }
 
-weftRequest_t makeRequest(std::shared_ptr<Completion> completion) {
-  return new weftRequestImpl{std::move(completion)};
+weftRequest_t makeRequest(std::shared_ptr<Completion> completion, weftComm* comm) {
+  return new weftRequestImpl{std::move(completion), comm->executor};
 }
 
 }  // namespace
@@ -41,7 +45,7 @@ weftResult_t submit(weftComm* comm, const CollArgs& args, weftRequest_t* request
     GroupedCalls& grouped = groupFor(comm);
     grouped.calls.push_back(args);
     if (request != nullptr) {
-      *request = makeRequest(grouped.completion);
+      *request = makeRequest(grouped.completion, comm);
     } else {
       grouped.someoneBlocks = true;
     }
@@ -50,7 +54,7 @@ weftResult_t submit(weftComm* comm, const CollArgs& args, weftRequest_t* request
   if (comm->failed.load()) return report(comm, commFailure(comm));
   if (request == nullptr) return report(comm, comm->executor->runBlocking(Op{{args}, nullptr}));
   auto completion = std::make_shared<Completion>();
-  *request = makeRequest(completion);
+  *request = makeRequest(completion, comm);
   comm->executor->enqueue(Op{{args}, completion});
   return weftSuccess;
 }
@@ -76,16 +80,8 @@ weftResult_t groupEnd() {
       firstComm = comm;
     }
   };
-  // A lone communicator that someone waits for runs on this thread, as a blocking call would.
-  if (comms.size() == 1 && comms[0].someoneBlocks) {
-    GroupedCalls& grouped = comms[0];
-    CommGuard guard(grouped.comm);
-    Status result = guard.valid() ? grouped.comm->executor->runBlocking(
-                                        Op{std::move(grouped.calls), nullptr})
-                                  : invalidArgument("weftGroupEnd: a communicator was destroyed");
-    grouped.completion->complete(result);
-    return report(guard.valid() ? grouped.comm : nullptr, result);
-  }
+  // Every communicator's calls are queued before anyone waits, so that calls on several
+  // communicators progress together; waiting then runs them on this thread when it can.
   for (GroupedCalls& grouped : comms) {
     CommGuard guard(grouped.comm);
     if (!guard.valid()) {
@@ -94,11 +90,12 @@ weftResult_t groupEnd() {
       note(nullptr, gone);
       continue;
     }
-    grouped.comm->executor->enqueue(Op{std::move(grouped.calls), grouped.completion});
+    grouped.executor = grouped.comm->executor;
+    grouped.executor->enqueue(Op{std::move(grouped.calls), grouped.completion});
   }
   for (GroupedCalls& grouped : comms) {
-    if (!grouped.someoneBlocks) continue;
-    grouped.completion->waitFor(-1);
+    if (!grouped.someoneBlocks || !grouped.executor) continue;
+    grouped.executor->waitFor(*grouped.completion, -1);
     note(grouped.comm, grouped.completion->result());
   }
   return report(firstComm, first);

@@ -95,7 +95,7 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   comm->p2pSent.assign(nranks, 0);
   comm->p2pReceived.assign(nranks, 0);
   weftComm* raw = comm.get();
-  comm->executor = std::make_unique<Executor>([raw](const Op& op) { return executeOp(raw, op); });
+  comm->executor = std::make_shared<Executor>([raw](const Op& op) { return executeOp(raw, op); });
   comm->executor->start();
   if (rank == 0) {
     WEFT_INFO("comm %s: %d ranks on %d host(s), transport tcp, timeout %lld s",

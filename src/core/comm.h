@@ -30,7 +30,7 @@ struct weftComm {
   std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
   std::unique_ptr<weft::Fabric> fabric;
   std::unique_ptr<weft::OpResources> resources;
-  std::unique_ptr<weft::Executor> executor;
+  std::shared_ptr<weft::Executor> executor;  // shared with outstanding requests
 
   // Owned by whichever thread is executing (the executor guarantees there is one at a time).
   uint64_t collectiveSeq = 0;

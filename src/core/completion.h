@@ -1,8 +1,7 @@
-// Completion: the result of one queued operation, awaited by a blocking caller or a request.
+// Completion: the result of one queued operation. Waiting for it is the Executor's job (waiters
+// help run the queue), so this only records the outcome.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <mutex>
 
 #include "core/status.h"
@@ -15,20 +14,10 @@ class Completion {
     std::lock_guard<std::mutex> lock(mutex_);
     result_ = std::move(result);
     done_ = true;
-    changed_.notify_all();
   }
   bool isDone() {
     std::lock_guard<std::mutex> lock(mutex_);
     return done_;
-  }
-  // Blocks until done; timeoutMs < 0 waits without a limit. Returns false on timeout.
-  bool waitFor(int64_t timeoutMs) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (timeoutMs < 0) {
-      changed_.wait(lock, [&] { return done_; });
-      return true;
-    }
-    return changed_.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return done_; });
   }
   // Valid once done.
   Status result() {
@@ -38,7 +27,6 @@ class Completion {
 
  private:
   std::mutex mutex_;
-  std::condition_variable changed_;
   bool done_ = false;
   Status result_;
 };

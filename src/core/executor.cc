@@ -1,5 +1,7 @@
 #include "core/executor.h"
 
+#include <chrono>
+
 namespace weft {
 
 Executor::Executor(RunFn run) : run_(std::move(run)) {}
@@ -8,52 +10,79 @@ Executor::~Executor() { stop(); }
 
 void Executor::start() { thread_ = std::thread([this] { serve(); }); }
 
+void Executor::runFront(std::unique_lock<std::mutex>& lock) {
+  Op op = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = true;
+  lock.unlock();
+  Status result = run_(op);
+  if (op.completion) op.completion->complete(std::move(result));
+  lock.lock();
+  running_ = false;
+  finished_.notify_all();
+  // The progress thread may be waiting for this operation to end, to stop or to take the next.
+  if (stopping_ || (helpers_ == 0 && !queue_.empty())) workQueued_.notify_one();
+}
+
 Status Executor::runBlocking(Op op) {
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!running_ && queue_.empty()) {
-      running_ = true;
-      lock.unlock();
-      Status result = run_(op);
-      lock.lock();
-      running_ = false;
-      changed_.notify_all();
-      return result;
-    }
-  }
   auto completion = std::make_shared<Completion>();
   op.completion = completion;
   enqueue(std::move(op));
-  completion->waitFor(-1);
+  waitFor(*completion, -1);
   return completion->result();
 }
 
 void Executor::enqueue(Op op) {
   std::lock_guard<std::mutex> lock(mutex_);
   queue_.push_back(std::move(op));
-  changed_.notify_all();
+  if (helpers_ == 0) workQueued_.notify_one();
+}
+
+bool Executor::waitFor(Completion& completion, int64_t timeoutMs) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = timeoutMs < 0 ? Clock::time_point::max()
+                                      : Clock::now() + std::chrono::milliseconds(timeoutMs);
+  std::unique_lock<std::mutex> lock(mutex_);
+  ++helpers_;
+  bool done;
+  while (!(done = completion.isDone())) {
+    if (!running_ && !queue_.empty()) {
+      runFront(lock);
+      continue;
+    }
+    if (Clock::now() >= deadline) break;
+    // Someone else runs an operation (or the call is another thread's group still being
+    // issued): wait for it to end.
+    if (timeoutMs < 0) {
+      finished_.wait(lock);
+    } else {
+      finished_.wait_until(lock, deadline);
+    }
+  }
+  if (--helpers_ == 0 && !queue_.empty()) workQueued_.notify_one();
+  return done;
 }
 
 void Executor::serve() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return (!queue_.empty() && !running_) || (stopping_ && queue_.empty() && !running_); });
-    if (queue_.empty()) return;  // stopping
-    Op op = std::move(queue_.front());
-    queue_.pop_front();
-    running_ = true;
-    lock.unlock();
-    Status result = run_(op);
-    if (op.completion) op.completion->complete(std::move(result));
-    lock.lock();
-    running_ = false;
-    changed_.notify_all();
+    auto mayRun = [&] { return !running_ && helpers_ == 0 && !queue_.empty(); };
+    auto finished = [&] { return stopping_ && !running_ && queue_.empty(); };
+    workQueued_.wait(lock, [&] { return mayRun() || finished(); });
+    if (finished()) return;
+    runFront(lock);
   }
 }
 
 void Executor::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return queue_.empty() && !running_; });
+  while (running_ || !queue_.empty()) {
+    if (!running_) {
+      runFront(lock);
+    } else {
+      finished_.wait(lock);
+    }
+  }
 }
 
 void Executor::cancelQueued(const Status& why) {
@@ -61,18 +90,20 @@ void Executor::cancelQueued(const Status& why) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     cancelled.swap(queue_);
-    changed_.notify_all();
   }
   for (Op& op : cancelled) {
     if (op.completion) op.completion->complete(why);
   }
+  // Waiters check their completion under the lock, so this notification cannot be missed.
+  std::lock_guard<std::mutex> lock(mutex_);
+  finished_.notify_all();
 }
 
 void Executor::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
-    changed_.notify_all();
+    workQueued_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
 }

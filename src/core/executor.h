@@ -1,8 +1,12 @@
 // Executor: runs a communicator's operations one at a time, in the order they were issued.
-// A blocking call that finds nothing queued or running runs on the caller's own thread (no
-// hand-off latency); anything else goes to a queue served by the communicator's progress
-// thread, so non-blocking calls advance while the caller computes. The thread sleeps on a
-// condition variable when idle.
+//
+// Operations wait in a queue served by the communicator's progress thread, so non-blocking calls
+// advance while the caller computes. A thread that needs a result does not sleep while the
+// queue holds work: it runs the queued operations itself, in order, up to the one it needs
+// ("helping"), and the progress thread stands aside meanwhile. So a blocking call on an idle
+// communicator runs on the caller's thread, and a caller that issues a burst of non-blocking
+// calls and then waits pays no thread hand-off per call. Idle threads sleep on condition
+// variables; nothing here polls.
 #pragma once
 
 #include <condition_variable>
@@ -34,8 +38,13 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void start();
+  // Queues op and waits for its result (running it, and whatever precedes it, on this thread
+  // when nobody else is).
   Status runBlocking(Op op);
   void enqueue(Op op);
+  // Waits until `completion` is done, helping as described above; false if timeoutMs (>= 0)
+  // passed first.
+  bool waitFor(Completion& completion, int64_t timeoutMs);
   // Waits until nothing is queued or running.
   void drain();
   // Completes every queued (not yet running) operation with `why`.
@@ -45,12 +54,16 @@ class Executor {
 
  private:
   void serve();
+  // Pops and runs the front operation; called with the lock held, returns with it held.
+  void runFront(std::unique_lock<std::mutex>& lock);
 
   RunFn run_;
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable workQueued_;  // the progress thread waits for work (or stop)
+  std::condition_variable finished_;    // helpers and drain() wait for an operation to end
   std::deque<Op> queue_;
   bool running_ = false;  // an operation is executing (on any thread)
+  int helpers_ = 0;       // threads inside waitFor(): the progress thread stands aside
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -80,9 +80,9 @@ void Fabric::postToSelf(Xfer* xfer) {
   }
 }
 
-Status Fabric::progressAll() {
+Status Fabric::progressAll(bool woken) {
   for (auto& transport : transports_) {
-    Status status = transport->progress();
+    Status status = transport->progress(woken);
     if (!status.isOk()) return status;
   }
   return Status::ok();
@@ -101,28 +101,40 @@ Status Fabric::waitAll(Xfer* const* xfers, size_t count) {
   using Clock = std::chrono::steady_clock;
   constexpr int64_t kMinSpin = 2;
   if (!failure_.isOk()) return failure_;
-  Deadline deadline = Deadline::after(timeoutMs_);
-  auto spinUntil = Clock::now() + std::chrono::microseconds(spinBudget_);
+  Deadline deadline = Deadline::never();
+  Clock::time_point spinUntil;
+  bool progressed = false;  // progress ran since the last check of the deadline
+  bool waited = false;      // only waits that did not complete at once say anything about polling
   bool slept = false;
-  bool waited = false;  // only waits that did not complete at once tell anything about polling
-  size_t first = 0;  // transfers before it are known to be done
+  bool woken = false;       // slept since the last progress
+  size_t first = 0;         // transfers before it are known to be done
   for (;;) {
-    Status progressed = progressAll();
-    if (!progressed.isOk()) return fail(progressed);
+    // Checked before progressing, so waiting on finished transfers costs no system call.
     while (first < count && xfers[first]->done) {
       if (!xfers[first]->status.isOk()) return fail(xfers[first]->status);
       ++first;
     }
     if (first == count) break;
-    if (aborted_.load(std::memory_order_acquire)) {
-      return fail(Status(weftAborted, "the communicator was aborted"));
+    if (progressed) {
+      if (!waited) {
+        waited = true;
+        deadline = Deadline::after(timeoutMs_);
+        spinUntil = Clock::now() + std::chrono::microseconds(spinBudget_);
+      }
+      if (aborted_.load(std::memory_order_acquire)) {
+        return fail(Status(weftAborted, "the communicator was aborted"));
+      }
+      if (deadline.expired()) return fail(timeoutStatus(xfers + first, count - first));
+      if (spinBudget_ == 0 || Clock::now() >= spinUntil) {
+        slept = woken = true;
+        epoll_event events[8];
+        epoll_wait(epollFd_, events, 8, deadline.remainingMs(1000));
+      }
     }
-    if (deadline.expired()) return fail(timeoutStatus(xfers + first, count - first));
-    waited = true;
-    if (spinBudget_ > 0 && Clock::now() < spinUntil) continue;
-    slept = true;
-    epoll_event events[8];
-    epoll_wait(epollFd_, events, 8, deadline.remainingMs(1000));
+    Status status = progressAll(woken);
+    woken = false;
+    if (!status.isOk()) return fail(status);
+    progressed = true;
   }
   if (spinMicros_ > 0 && waited) {
     spinBudget_ = slept ? std::max(kMinSpin, spinBudget_ / 2)

@@ -50,7 +50,7 @@ class Fabric {
   void close(bool graceful);
 
  private:
-  Status progressAll();
+  Status progressAll(bool woken);
   void postToSelf(Xfer* xfer);
   Status fail(Status why);
   Status timeoutStatus(Xfer* const* xfers, size_t count) const;

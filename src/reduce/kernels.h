@@ -87,6 +87,11 @@ template <weftRedOp_t kOp, class T>
 
 // No __restrict: dst may be a or b. GCC versions such loops on a run-time overlap test that
 // admits a distance of zero, so the in-place cases run vectorised too (see docs/REDUCTIONS.md).
+//
+// The elements before dst's next 64-byte boundary go first, one by one (a loop with two exits,
+// which the vectoriser leaves alone), so that the vector loop's stores, and in place its loads,
+// do not straddle cache lines. malloc aligns to 16 bytes only, and on cache-resident data the
+// split accesses cost about a fifth of the throughput.
 template <class Codec, weftRedOp_t kOp>
 [[gnu::always_inline]] inline void reduceLoop(void* dst, const void* a, const void* b,
                                               size_t count) {
@@ -94,7 +99,11 @@ template <class Codec, weftRedOp_t kOp>
   T* out = static_cast<T*>(dst);
   const T* lhs = static_cast<const T*>(a);
   const T* rhs = static_cast<const T*>(b);
-  for (size_t i = 0; i < count; ++i) {
+  size_t i = 0;
+  for (; i < count && ((0 - reinterpret_cast<uintptr_t>(out + i)) & 63) >= sizeof(T); ++i) {
+    out[i] = Codec::encode(combine<kOp>(Codec::decode(lhs[i]), Codec::decode(rhs[i])));
+  }
+  for (; i < count; ++i) {
     out[i] = Codec::encode(combine<kOp>(Codec::decode(lhs[i]), Codec::decode(rhs[i])));
   }
 }

@@ -101,28 +101,31 @@ struct Bfloat16x16 {
   }
 };
 
-// Every step loads both inputs before it stores, so dst == a and dst == b are safe.
+// Every step loads both inputs before it stores, so dst == a and dst == b are safe. A masked first
+// step brings dst to a 32-byte boundary, so that no store straddles a cache line (see reduceLoop).
 template <class Lanes>
 struct Avx512Variant16 {
   static constexpr size_t kLanes = 16;
+
+  template <weftRedOp_t kOp>
+  WEFT_TARGET_AVX512 static void step(uint16_t* out, const uint16_t* lhs, const uint16_t* rhs,
+                                      size_t lanes) {
+    const __mmask16 mask = lanes >= kLanes ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1u);
+    const __m512 x = Lanes::load(lhs, mask);
+    const __m512 y = Lanes::load(rhs, mask);
+    Lanes::store(out, combine16<kOp>(x, y), mask);
+  }
 
   template <class Codec, weftRedOp_t kOp>
   WEFT_TARGET_AVX512 static void reduce(void* dst, const void* a, const void* b, size_t count) {
     uint16_t* out = static_cast<uint16_t*>(dst);
     const uint16_t* lhs = static_cast<const uint16_t*>(a);
     const uint16_t* rhs = static_cast<const uint16_t*>(b);
-    size_t i = 0;
-    for (; i + kLanes <= count; i += kLanes) {
-      const __m512 x = Lanes::load(lhs + i, 0xffff);
-      const __m512 y = Lanes::load(rhs + i, 0xffff);
-      Lanes::store(out + i, combine16<kOp>(x, y), 0xffff);
-    }
-    if (i < count) {
-      const __mmask16 lanes = __mmask16((1u << (count - i)) - 1u);
-      const __m512 x = Lanes::load(lhs + i, lanes);
-      const __m512 y = Lanes::load(rhs + i, lanes);
-      Lanes::store(out + i, combine16<kOp>(x, y), lanes);
-    }
+    size_t i = ((0 - reinterpret_cast<uintptr_t>(out)) & 31) / sizeof(uint16_t);
+    i = i < count ? i : count;
+    if (i > 0) step<kOp>(out, lhs, rhs, i);
+    for (; i + kLanes <= count; i += kLanes) step<kOp>(out + i, lhs + i, rhs + i, kLanes);
+    if (i < count) step<kOp>(out + i, lhs + i, rhs + i, count - i);
   }
 
   template <class Codec>

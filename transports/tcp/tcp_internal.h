@@ -21,7 +21,7 @@ class TcpTransport final : public Transport {
   Status listen(std::string* address) override;
   Status connect(const ConnectContext& context, const std::vector<int>& peers) override;
   void post(Xfer* xfer) override;
-  Status progress() override;
+  Status progress(bool woken) override;
   int waitFd() const override { return epollFd_; }
   void close(bool graceful) override;
 

@@ -98,10 +98,20 @@ void TcpTransport::collectEvents() {
   } while (count == 64);
 }
 
-Status TcpTransport::progress() {
+Status TcpTransport::progress(bool woken) {
   Status failure = std::move(pendingFailure_);
   pendingFailure_ = Status::ok();
-  collectEvents();
+  if (woken) {
+    collectEvents();
+  } else {
+    // Polling: trying the pending sockets directly costs one call each, where asking epoll
+    // first would cost one more. Edge-triggered events left unread only make the next sleep
+    // return at once, and that wake-up collects them.
+    for (Lane* lane : active_) {
+      lane->readable |= lane->hasRecvs();
+      lane->writable |= lane->hasSends();
+    }
+  }
   size_t kept = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
     Lane* lane = active_[i];
