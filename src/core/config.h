@@ -13,7 +13,7 @@ namespace weft {
 
 struct CommConfig {
   int64_t timeoutMs = 300000;
-  int socketsPerPeer = 2;
+  int socketsPerPeer = 1;
   std::string transport;  // "" = automatic
   std::string hostId;     // "" = detect
   std::string commName;

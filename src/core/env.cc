@@ -27,7 +27,9 @@ constexpr Variable kVariables[] = {
     {"WEFT_TIMEOUT", "300", "Seconds any internal wait may take before the call fails."},
     {"WEFT_TRANSPORT", "", "Force one transport for every peer: tcp."},
     // TCP.
-    {"WEFT_NSOCKS", "2", "TCP sockets per peer; messages of 256 KiB and more are striped."},
+    {"WEFT_NSOCKS", "1",
+     "TCP sockets per peer (1..16); messages of 256 KiB and more are striped over them. More than "
+     "one helps on links where a single TCP flow cannot fill the path."},
     {"WEFT_SOCKET_FAMILY", "", "AF_INET or AF_INET6: the address family to use."},
     {"WEFT_SOCKET_IFNAME", "",
      "Interfaces to use: a comma list of prefixes, '^' to exclude, '=' for exact names "

@@ -27,8 +27,12 @@ void Executor::runFront(std::unique_lock<std::mutex>& lock) {
 Status Executor::runBlocking(Op op) {
   auto completion = std::make_shared<Completion>();
   op.completion = completion;
-  enqueue(std::move(op));
-  waitFor(*completion, -1);
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Registered as a helper before queueing, so the progress thread is not woken for a call
+  // that this thread is about to run itself.
+  ++helpers_;
+  queue_.push_back(std::move(op));
+  helpUntil(lock, *completion, Clock::time_point::max());
   return completion->result();
 }
 
@@ -39,11 +43,15 @@ void Executor::enqueue(Op op) {
 }
 
 bool Executor::waitFor(Completion& completion, int64_t timeoutMs) {
-  using Clock = std::chrono::steady_clock;
   const auto deadline = timeoutMs < 0 ? Clock::time_point::max()
                                       : Clock::now() + std::chrono::milliseconds(timeoutMs);
   std::unique_lock<std::mutex> lock(mutex_);
   ++helpers_;
+  return helpUntil(lock, completion, deadline);
+}
+
+bool Executor::helpUntil(std::unique_lock<std::mutex>& lock, Completion& completion,
+                         Clock::time_point deadline) {
   bool done;
   while (!(done = completion.isDone())) {
     if (!running_ && !queue_.empty()) {
@@ -51,9 +59,9 @@ bool Executor::waitFor(Completion& completion, int64_t timeoutMs) {
       continue;
     }
     if (Clock::now() >= deadline) break;
-    // Someone else runs an operation (or the call is another thread's group still being
+    // Another thread runs an operation (or the call is another thread's group still being
     // issued): wait for it to end.
-    if (timeoutMs < 0) {
+    if (deadline == Clock::time_point::max()) {
       finished_.wait(lock);
     } else {
       finished_.wait_until(lock, deadline);

@@ -9,6 +9,7 @@
 // variables; nothing here polls.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -53,7 +54,12 @@ class Executor {
   void stop();
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   void serve();
+  // The helping loop of waitFor(); the caller has counted itself in helpers_.
+  bool helpUntil(std::unique_lock<std::mutex>& lock, Completion& completion,
+                 Clock::time_point deadline);
   // Pops and runs the front operation; called with the lock held, returns with it held.
   void runFront(std::unique_lock<std::mutex>& lock);
 

@@ -74,3 +74,20 @@ TEST_CASE("forced algorithms with tiny pipeline slices", "[threads]") {
 }
 
 }  // namespace weft::test
+
+namespace weft::test {
+
+TEST_CASE("large messages striped over several sockets per peer", "[threads]") {
+  ScopedEnv sockets("WEFT_NSOCKS", "3");
+  int n = GENERATE(2, 3);
+  CAPTURE(n);
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce, Coll::kBroadcast, Coll::kAllGather, Coll::kAlltoAll,
+                   Coll::kSendRecv};
+  options.types = {weftFloat32};
+  options.ops = {weftSum};
+  options.counts = {300007};  // 1.2 MB: above the 256 KiB striping threshold
+  checkMatrix(n, options);
+}
+
+}  // namespace weft::test

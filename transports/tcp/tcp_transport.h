@@ -9,7 +9,7 @@
 namespace weft::tcp {
 
 struct TcpOptions {
-  int socketsPerPeer = 2;  // WEFT_NSOCKS; a pair uses the smaller of its two ends' values
+  int socketsPerPeer = 1;  // WEFT_NSOCKS; a pair uses the smaller of its two ends' values
 };
 
 std::unique_ptr<Transport> createTcpTransport(const TcpOptions& options);

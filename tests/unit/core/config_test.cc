@@ -26,7 +26,7 @@ TEST_CASE("defaults without a config", "[config]") {
   CommConfig config;
   REQUIRE(resolveConfig(nullptr, &config).isOk());
   CHECK(config.timeoutMs == 300000);
-  CHECK(config.socketsPerPeer == 2);
+  CHECK(config.socketsPerPeer == 1);
   CHECK(config.transport.empty());
   CHECK(config.sliceBytes == 512 * 1024);
 }
@@ -80,7 +80,7 @@ TEST_CASE("an older, shorter config struct keeps defaults for the fields it lack
   CommConfig config;
   REQUIRE(resolveConfig(&user, &config).isOk());
   CHECK(config.timeoutMs == 5000);
-  CHECK(config.socketsPerPeer == 2);
+  CHECK(config.socketsPerPeer == 1);
 }
 
 TEST_CASE("every variable the table lists has a description", "[env]") {
@@ -88,7 +88,7 @@ TEST_CASE("every variable the table lists has a description", "[env]") {
     CHECK(std::string(variable.description).size() > 10);
   }
   ScopedEnv bad("WEFT_NSOCKS", "lots");
-  CHECK(env::getInt("WEFT_NSOCKS") == 2);  // unparsable: warned about, default used
+  CHECK(env::getInt("WEFT_NSOCKS") == 1);  // unparsable: warned about, default used
 }
 
 TEST_CASE("peer descriptions round-trip and reject truncation", "[peer]") {

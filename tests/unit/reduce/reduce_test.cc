@@ -395,8 +395,11 @@ TEST_CASE("reduce: dispatch covers all 50 pairs and picks the best variant", "[r
     }
     CHECK(kernelFor(type, weftAvg) == kernelFor(type, weftSum));
   }
-  CHECK(kernelFor(weftDataType_t(weftNumTypes), weftSum) == nullptr);
-  CHECK(kernelFor(weftFloat32, weftRedOp_t(-1)) == nullptr);
+  // Out-of-range values that the enums can still hold (casting beyond their range is undefined).
+  CHECK(kernelFor(weftNumTypes, weftSum) == nullptr);
+  CHECK(kernelFor(weftDataType_t(15), weftSum) == nullptr);
+  CHECK(kernelFor(weftFloat32, weftNumOps) == nullptr);
+  CHECK(kernelFor(weftFloat32, weftRedOp_t(7)) == nullptr);
 }
 
 TEST_CASE("reduce: type and op names, sizes and validity", "[reduce]") {
@@ -417,7 +420,9 @@ TEST_CASE("reduce: type and op names, sizes and validity", "[reduce]") {
   CHECK_FALSE(isValidType(weftNumTypes));
   CHECK_FALSE(isValidOp(-1));
   CHECK_FALSE(isValidOp(weftNumOps));
-  CHECK(typeSize(weftDataType_t(42)) == 0);
+  CHECK(typeSize(weftDataType_t(15)) == 0);
+  CHECK(std::string(typeName(weftNumTypes)) == "invalid");
+  CHECK(std::string(opName(weftNumOps)) == "invalid");
 }
 
 }  // namespace
