@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the library and tests with sanitizers and runs the tests under them (CI runs both):
+#   scripts/sanitize.sh address,undefined
+#   scripts/sanitize.sh thread
+# Sanitized code runs 5-20x slower, so the rank counts of the multi-rank tests are capped at 4
+# (WEFT_TEST_MAX_RANKS) and the process matrices above 4 ranks are left to the normal build.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+sanitizers="${1:?usage: scripts/sanitize.sh address,undefined|thread}"
+build="${WEFT_BUILD_DIR:-$root/build-${sanitizers//,/-}}"
+WEFT_SETUP_MINIMAL=1 "$root/scripts/setup.sh"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE="$sanitizers" \
+  -DWEFT_BUILD_PERF=OFF -DWEFT_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)"
+cd "$build"
+export WEFT_TEST_MAX_RANKS="${WEFT_TEST_MAX_RANKS:-4}"
+# halt_on_error: a report fails its test at once, with the report in the test's output.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+exec ctest --output-on-failure --timeout 900 -j 2 -E 'processes\.matrix\.np[5-8]' "$@"
