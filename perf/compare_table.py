@@ -31,11 +31,15 @@ def read_simple(path):
 
 
 def load(out, name, np, reader):
-    """size -> (time in us, busbw in GB/s); busbw is recomputed from the time with nccl-tests'
+    """size -> (best time in us over the repetitions, busbw in GB/s); busbw is recomputed from the time with nccl-tests'
     all-reduce factor 2(n-1)/n, so every library's column has the same precision."""
     rows = {}
-    for part in ("small", "large"):
-        rows.update(reader(out / f"{name}_np{np}.{part}.txt"))
+    for path in sorted(out.glob(f"{name}_np{np}.*.txt")):
+        if ".rss." in path.name:
+            continue
+        for size, row in reader(path).items():
+            if size not in rows or row[0] < rows[size][0]:
+                rows[size] = row  # the best of the repetitions
     factor = 2 * (np - 1) / np
     return {size: (t, size / (t * 1e-6) / 1e9 * factor if t > 0 else 0.0)
             for size, (t, _) in rows.items()}
@@ -77,13 +81,13 @@ def main():
                   f"| {cell(ompi, size, 0, '{:.1f}')} | {cell(ompi, size, 1, '{:.3f}')} "
                   f"| {cell(gloo, size, 0, '{:.1f}')} | {cell(gloo, size, 1, '{:.3f}')} "
                   f"| {ratio(weft, ompi, size)} | {ratio(weft, gloo, size)} |")
-        rss = out / f"weft_np{np}.rss.txt"
-        if rss.exists():
-            peaks = [int(line.split()[1]) for line in rss.read_text().splitlines()
-                     if line.startswith("maxrss_kib")]
-            if peaks:
-                print(f"\nPeak resident memory of a weft rank in the large sweep: "
-                      f"{max(peaks) / 1024:.0f} MiB (ranks: {', '.join(str(p // 1024) for p in peaks)})")
+        peaks = []
+        for rss in out.glob(f"weft_np{np}.rss.*.txt"):
+            peaks += [int(line.split()[1]) for line in rss.read_text().splitlines()
+                      if line.startswith("maxrss_kib")]
+        if peaks:
+            print(f"\nPeak resident memory of a weft rank in the large sweeps: "
+                  f"{max(peaks) / 1024:.0f} MiB (highest of {len(peaks)} rank runs)")
         plots.append((np, weft, ompi, gloo))
     try:
         import matplotlib

@@ -8,15 +8,19 @@
 namespace weft {
 namespace {
 
-// Below this many bytes per rank latency dominates: logarithmic algorithms beat the ring and
-// the pipelined chains. Measured on loopback TCP (docs/PERFORMANCE.md).
+// Below this many bytes latency dominates: the binomial trees beat the pipelined chains.
 constexpr size_t kSmallMessageBytes = 64 * 1024;
+// Recursive doubling sends the whole buffer log2(n) times in log2(n) steps; the ring sends
+// 2(n-1)/n of it in 2(n-1) steps. The step count, not the bytes, decides below the crossover,
+// which moves up with n: measured on loopback TCP at 16-32 KiB for 2 ranks and 128-256 KiB for
+// 4 (oversubscribed) ranks (docs/ALGORITHMS.md). The cost-model tuner will replace this rule.
+size_t recursiveDoublingLimit(int nranks) { return 32 * 1024 * static_cast<size_t>(nranks - 1); }
 
 AlgoId defaultAlgo(const CollArgs& args, int nranks) {
   const size_t bytes = args.count * reduce::typeSize(args.type);
   switch (args.coll) {
     case CollType::kAllReduce:
-      return bytes <= kSmallMessageBytes || args.count < static_cast<size_t>(nranks)
+      return bytes <= recursiveDoublingLimit(nranks) || args.count < static_cast<size_t>(nranks)
                  ? AlgoId::kRecursiveDoubling
                  : AlgoId::kRing;
     case CollType::kBroadcast:

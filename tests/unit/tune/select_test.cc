@@ -20,6 +20,13 @@ TEST_CASE("small all-reduces use recursive doubling, large ones the ring", "[tun
   AlgoOverrides none;
   CHECK(choosePlan(args(CollType::kAllReduce, 2), 4, none, 4096).algo == AlgoId::kRecursiveDoubling);
   CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), 4, none, 4096).algo == AlgoId::kRing);
+  // The crossover grows with the rank count: 64 KiB is a ring for 2 ranks, not for 4.
+  CHECK(choosePlan(args(CollType::kAllReduce, 16384), 2, none, 4096).algo == AlgoId::kRing);
+  CHECK(choosePlan(args(CollType::kAllReduce, 16384), 4, none, 4096).algo ==
+        AlgoId::kRecursiveDoubling);
+  // Fewer elements than ranks leaves ring blocks empty: recursive doubling at any size.
+  CHECK(choosePlan(args(CollType::kAllReduce, 3, weftFloat64), 4, none, 4096).algo ==
+        AlgoId::kRecursiveDoubling);
   CHECK(choosePlan(args(CollType::kBroadcast, 1 << 20), 4, none, 4096).algo == AlgoId::kChain);
   CHECK(choosePlan(args(CollType::kBroadcast, 16), 4, none, 4096).algo == AlgoId::kBinomial);
   CHECK(choosePlan(args(CollType::kBarrier, 0), 4, none, 4096).algo == AlgoId::kDissemination);
