@@ -1,11 +1,8 @@
 // Pipelined-chain reduce for large messages: partial sums flow root+n-1 -> ... -> root+1 -> root,
-// slice by slice, each rank adding its contribution as a slice passes. A rank reduces into the
-// slot the slice arrived in and forwards it from there; a slot is reused only once its forward
-// has left, and that wait always points to an earlier slice, so it cannot deadlock.
-#include <algorithm>
-#include <array>
-
+// slice by slice, each rank adding its contribution as a slice passes (reduced in the slot it
+// arrived in and forwarded from there: ForwardingSlots).
 #include "algos/algorithms.h"
+#include "algos/forwarding_slots.h"
 #include "algos/ring_math.h"
 
 namespace weft {
@@ -35,34 +32,26 @@ Status reduceChain(AlgoContext& ctx) {
     return ctx.waitAll();
   }
 
-  const size_t depth = static_cast<size_t>(std::clamp(ctx.plan().depth, 1, 16));
-  auto* slots = static_cast<char*>(ctx.scratch(depth * sliceElems * typeSize));
-  auto slot = [&](size_t j) { return slots + (j % depth) * sliceElems * typeSize; };
-  std::array<Xfer*, 16> received{};
-  std::array<Xfer*, 16> forwarded{};
-  auto postRecv = [&](size_t j) {
-    if (forwarded[j % depth] != nullptr) {
-      Status sent = ctx.wait(forwarded[j % depth]);
-      forwarded[j % depth] = nullptr;
-      if (!sent.isOk()) return sent;
-    }
-    received[j % depth] = ctx.recv(fromTail, slot(j), ring::sliceOf(all, sliceElems, j).count * typeSize);
-    return Status::ok();
-  };
-  for (size_t j = 0; j < slices && j < depth; ++j) WEFT_TRY(postRecv(j));
+  ForwardingSlots slots(ctx, sliceElems * typeSize);
+  auto sliceBytes = [&](size_t j) { return ring::sliceOf(all, sliceElems, j).count * typeSize; };
+  for (size_t j = 0; j < slices && j < slots.depth(); ++j) {
+    WEFT_TRY(slots.receive(j, fromTail, sliceBytes(j)));
+  }
   for (size_t j = 0; j < slices; ++j) {
-    WEFT_TRY(ctx.wait(received[j % depth]));
+    WEFT_TRY(slots.waitReceived(j));
     ring::Range piece = ring::sliceOf(all, sliceElems, j);
     const char* mine = in + piece.offset * typeSize;
     if (position == 0) {
       char* result = static_cast<char*>(args.recv) + piece.offset * typeSize;
-      ctx.reduce(result, mine, slot(j), piece.count);
+      ctx.reduce(result, mine, slots.slot(j), piece.count);
       ctx.finish(result, piece.count);
     } else {
-      ctx.reduce(slot(j), mine, slot(j), piece.count);
-      forwarded[j % depth] = ctx.send(towardRoot, slot(j), piece.count * typeSize);
+      ctx.reduce(slots.slot(j), mine, slots.slot(j), piece.count);
+      slots.forward(j, towardRoot, piece.count * typeSize);
     }
-    if (j + depth < slices) WEFT_TRY(postRecv(j + depth));
+    if (j + slots.depth() < slices) {
+      WEFT_TRY(slots.receive(j + slots.depth(), fromTail, sliceBytes(j + slots.depth())));
+    }
   }
   return ctx.waitAll();
 }

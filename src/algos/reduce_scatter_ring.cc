@@ -1,12 +1,9 @@
 // Ring reduce-scatter: n-1 steps in which partial sums travel around the ring, arranged so that
-// rank r finishes with block r. Partial sums that are only passing through are reduced into the
-// slot their slice arrived in and forwarded from there (the receive buffer holds one block only);
-// a slot is reused once its forward has left, which always waits on an earlier slice, so the
-// pipeline cannot deadlock.
-#include <algorithm>
-#include <array>
-
+// rank r finishes with block r. Partial sums that are only passing through are reduced in the
+// slot their slice arrived in and forwarded from there (ForwardingSlots), since the receive
+// buffer holds one block only.
 #include "algos/algorithms.h"
+#include "algos/forwarding_slots.h"
 #include "algos/ring_math.h"
 
 namespace weft {
@@ -29,8 +26,6 @@ Status reduceScatterRing(AlgoContext& ctx) {
   const size_t sliceElems = ring::sliceElements(ctx.plan().sliceBytes, typeSize);
   const size_t slices = ring::sliceCount(args.count, sliceElems);
   const ring::Range block{0, args.count};
-  const size_t depth = static_cast<size_t>(std::clamp(ctx.plan().depth, 1, 16));
-  auto* slots = static_cast<char*>(ctx.scratch(depth * sliceElems * typeSize));
   auto blockStart = [&](int index) { return in + index * blockBytes; };
 
   const char* first = blockStart(ring::reduceScatterSendBlock(rank, n, 0));
@@ -39,38 +34,32 @@ Status reduceScatterRing(AlgoContext& ctx) {
     ctx.send(right, first + piece.offset * typeSize, piece.count * typeSize);
   }
 
-  // Slot use is numbered across steps (global slice index g), so reuse always follows the
-  // forward of an earlier slice.
-  std::array<Xfer*, 16> received{};
-  std::array<Xfer*, 16> forwarded{};
-  auto slot = [&](size_t g) { return slots + (g % depth) * sliceElems * typeSize; };
+  // Slices are numbered across steps (g), as ForwardingSlots requires.
+  ForwardingSlots slots(ctx, sliceElems * typeSize);
   const size_t total = slices * static_cast<size_t>(n - 1);
-  auto postRecv = [&](size_t g) -> Status {
-    if (forwarded[g % depth] != nullptr) {
-      Status sent = ctx.wait(forwarded[g % depth]);
-      forwarded[g % depth] = nullptr;
-      if (!sent.isOk()) return sent;
-    }
-    ring::Range piece = ring::sliceOf(block, sliceElems, g % slices);
-    received[g % depth] = ctx.recv(left, slot(g), piece.count * typeSize);
-    return Status::ok();
+  auto sliceBytes = [&](size_t g) {
+    return ring::sliceOf(block, sliceElems, g % slices).count * typeSize;
   };
-  for (size_t g = 0; g < total && g < depth; ++g) WEFT_TRY(postRecv(g));
+  for (size_t g = 0; g < total && g < slots.depth(); ++g) {
+    WEFT_TRY(slots.receive(g, left, sliceBytes(g)));
+  }
   for (size_t g = 0; g < total; ++g) {
     const int step = static_cast<int>(g / slices);
     ring::Range piece = ring::sliceOf(block, sliceElems, g % slices);
     const char* mine = blockStart(ring::reduceScatterRecvBlock(rank, n, step)) +
                        piece.offset * typeSize;
-    WEFT_TRY(ctx.wait(received[g % depth]));
+    WEFT_TRY(slots.waitReceived(g));
     if (step == n - 2) {
       char* result = out + piece.offset * typeSize;
-      ctx.reduce(result, mine, slot(g), piece.count);
+      ctx.reduce(result, mine, slots.slot(g), piece.count);
       ctx.finish(result, piece.count);
     } else {
-      ctx.reduce(slot(g), mine, slot(g), piece.count);
-      forwarded[g % depth] = ctx.send(right, slot(g), piece.count * typeSize);
+      ctx.reduce(slots.slot(g), mine, slots.slot(g), piece.count);
+      slots.forward(g, right, piece.count * typeSize);
     }
-    if (g + depth < total) WEFT_TRY(postRecv(g + depth));
+    if (g + slots.depth() < total) {
+      WEFT_TRY(slots.receive(g + slots.depth(), left, sliceBytes(g + slots.depth())));
+    }
   }
   return ctx.waitAll();
 }

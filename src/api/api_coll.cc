@@ -6,7 +6,7 @@
 namespace weft::api {
 namespace {
 
-weftResult_t issue(const char* fn, weftComm_t comm, const CollArgs& args,
+weftResult_t issue(const char* fn, weftComm_t comm, const RawCall& call,
                    weftRequest_t* request) {
   if (request != nullptr) *request = nullptr;
   CommGuard guard(comm);
@@ -15,22 +15,15 @@ weftResult_t issue(const char* fn, weftComm_t comm, const CollArgs& args,
                                            ": comm is not a live communicator (NULL, "
                                            "destroyed or aborted)"));
   }
-  Status checked = checkCall(fn, *comm, args);
+  CollArgs args;
+  Status checked = checkCall(fn, *comm, call, &args);
   if (!checked.isOk()) return report(comm, checked);
   return submit(comm, args, request);
 }
 
-CollArgs call(CollType coll, const void* send, void* recv, size_t count, weftDataType_t type,
-              weftRedOp_t op, int root) {
-  CollArgs args;
-  args.coll = coll;
-  args.send = send;
-  args.recv = recv;
-  args.count = count;
-  args.type = type;
-  args.op = op;
-  args.root = root;
-  return args;
+RawCall call(CollType coll, const void* send, void* recv, size_t count,
+             const weftDataType_t& type, const weftRedOp_t& op, int root) {
+  return RawCall{coll, send, recv, count, rawEnum(type), rawEnum(op), root};
 }
 
 }  // namespace

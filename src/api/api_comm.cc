@@ -1,6 +1,7 @@
 // Communicator lifecycle entry points.
 #include <memory>
 
+#include "api/arg_check.h"
 #include "api/handles.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/root_server.h"
@@ -75,7 +76,8 @@ weftResult_t weftGetVersion(int* version) {
 }
 
 const char* weftGetErrorString(weftResult_t result) {
-  switch (result) {
+  // Any int may arrive from C; switch on its bits rather than on an enum-typed load.
+  switch (weft::api::rawEnum(result)) {
     case weftSuccess: return "no error";
     case weftSystemError: return "unhandled system error (see the last-error text)";
     case weftInternalError: return "internal error - please report this issue";

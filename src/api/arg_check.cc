@@ -18,16 +18,23 @@ bool hasRoot(CollType coll) {
 }
 }  // namespace
 
-Status checkCall(const char* fn, const weftComm& comm, const CollArgs& args) {
+Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, CollArgs* out) {
   const std::string name(fn);
-  if (!reduce::isValidType(args.type)) {
-    return invalidArgument(name + ": datatype " + std::to_string(static_cast<int>(args.type)) +
+  if (!reduce::isValidType(call.type)) {
+    return invalidArgument(name + ": datatype " + std::to_string(call.type) +
                            " is not a weftDataType_t");
   }
-  if (hasReduction(args.coll) && !reduce::isValidOp(args.op)) {
-    return invalidArgument(name + ": op " + std::to_string(static_cast<int>(args.op)) +
-                           " is not a weftRedOp_t");
+  if (hasReduction(call.coll) && !reduce::isValidOp(call.op)) {
+    return invalidArgument(name + ": op " + std::to_string(call.op) + " is not a weftRedOp_t");
   }
+  CollArgs args;
+  args.coll = call.coll;
+  args.send = call.send;
+  args.recv = call.recv;
+  args.count = call.count;
+  args.type = static_cast<weftDataType_t>(call.type);
+  args.op = hasReduction(call.coll) ? static_cast<weftRedOp_t>(call.op) : weftSum;
+  args.root = call.root;
   const bool rooted = hasRoot(args.coll);
   if ((rooted || isPointToPoint(args.coll)) && (args.root < 0 || args.root >= comm.nranks)) {
     return invalidArgument(name + ": " + (rooted ? "root " : "peer ") +
@@ -41,7 +48,10 @@ Status checkCall(const char* fn, const weftComm& comm, const CollArgs& args) {
     return invalidArgument(name + ": count " + std::to_string(args.count) +
                            " overflows the addressable size");
   }
-  if (args.count == 0 || args.coll == CollType::kBarrier) return Status::ok();
+  if (args.count == 0 || args.coll == CollType::kBarrier) {
+    *out = args;
+    return Status::ok();
+  }
 
   const bool isRoot = comm.rank == args.root;
   bool needSend = true;
@@ -58,6 +68,7 @@ Status checkCall(const char* fn, const weftComm& comm, const CollArgs& args) {
   const std::string counted = " is NULL but count is " + std::to_string(args.count);
   if (needSend && args.send == nullptr) return invalidArgument(name + ": sendbuff" + counted);
   if (needRecv && args.recv == nullptr) return invalidArgument(name + ": recvbuff" + counted);
+  *out = args;
   return Status::ok();
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include "core/comm.h"
 #include "core/op.h"
@@ -10,8 +11,29 @@
 
 namespace weft::api {
 
-// Checks a call's datatype, op, root/peer, buffers and sizes against the communicator.
-// `fn` is the public name used in messages ("weftAllReduce").
-Status checkCall(const char* fn, const weftComm& comm, const CollArgs& args);
+// A call as the user made it. The datatype and op stay plain integers until they are checked:
+// a C caller may pass any int, and reading an out-of-range value as a C++ enum is undefined.
+struct RawCall {
+  CollType coll = CollType::kBarrier;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  int type = 0;
+  int op = 0;
+  int root = 0;  // root, or the peer of Send/Recv
+};
+
+// Reads an enum argument's bits without an enum-typed load (see RawCall).
+template <typename Enum>
+int rawEnum(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int raw;
+  std::memcpy(&raw, &value, sizeof(raw));
+  return raw;
+}
+
+// Checks a call's datatype, op, root/peer, buffers and sizes against the communicator and, when
+// they are valid, fills *args. `fn` is the public name used in messages ("weftAllReduce").
+Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, CollArgs* args);
 
 }  // namespace weft::api

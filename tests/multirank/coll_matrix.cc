@@ -18,19 +18,6 @@ constexpr const char* kTypeNames[] = {"int8",    "uint8",   "int32",   "uint32",
 constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
 constexpr size_t kMaxMessages = 8;
 
-size_t sizeOf(weftDataType_t type) {
-  switch (type) {
-    case weftInt8:
-    case weftUint8: return 1;
-    case weftFloat16:
-    case weftBfloat16: return 2;
-    case weftInt32:
-    case weftUint32:
-    case weftFloat32: return 4;
-    default: return 8;
-  }
-}
-
 bool isReduction(Coll coll) {
   return coll == Coll::kAllReduce || coll == Coll::kReduce || coll == Coll::kReduceScatter;
 }
@@ -76,7 +63,7 @@ class Runner {
  private:
   // Returns false when the communicator itself failed (nothing more can run).
   bool runCase(const Case& c) {
-    const size_t size = sizeOf(c.type);
+    const size_t size = elementSize(c.type);
     const size_t n = static_cast<size_t>(nranks_);
     const size_t total = c.count * n;
     send_.assign(total * size + 64, std::byte{0x5a});

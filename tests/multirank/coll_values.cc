@@ -7,19 +7,6 @@
 namespace weft::test {
 namespace {
 
-size_t elementSize(weftDataType_t type) {
-  switch (type) {
-    case weftInt8:
-    case weftUint8: return 1;
-    case weftFloat16:
-    case weftBfloat16: return 2;
-    case weftInt32:
-    case weftUint32:
-    case weftFloat32: return 4;
-    default: return 8;
-  }
-}
-
 // The integer as the library's wrapping arithmetic leaves it in the type.
 int64_t wrapToType(weftDataType_t type, int64_t value) {
   switch (type) {
@@ -32,6 +19,19 @@ int64_t wrapToType(weftDataType_t type, int64_t value) {
 }
 
 }  // namespace
+
+size_t elementSize(weftDataType_t type) {
+  switch (type) {
+    case weftInt8:
+    case weftUint8: return 1;
+    case weftFloat16:
+    case weftBfloat16: return 2;
+    case weftInt32:
+    case weftUint32:
+    case weftFloat32: return 4;
+    default: return 8;
+  }
+}
 
 bool isSignedType(weftDataType_t type) {
   return type != weftUint8 && type != weftUint32 && type != weftUint64;

@@ -8,6 +8,7 @@
 
 namespace weft::test {
 
+size_t elementSize(weftDataType_t type);
 // Stores an integer-valued number into element i of a buffer of the given type (integers wrap
 // to the type's width, floating types round to nearest even, exactly as a user's cast would).
 void storeValue(weftDataType_t type, void* buf, size_t i, int64_t value);

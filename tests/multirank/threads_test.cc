@@ -6,6 +6,7 @@
 
 #include "multirank/coll_matrix.h"
 #include "multirank/rank_threads.h"
+#include "scoped_env.h"
 
 namespace weft::test {
 namespace {
@@ -39,15 +40,6 @@ void checkMatrix(int n, const MatrixOptions& options) {
   CHECK(total.calls > 0);
 }
 
-// Sets an environment variable for the duration of a test (the library reads it at init).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 }  // namespace
 

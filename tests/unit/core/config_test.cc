@@ -7,20 +7,11 @@
 #include "core/config.h"
 #include "core/env.h"
 #include "core/peer_info.h"
+#include "scoped_env.h"
 
 namespace weft {
-namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
-
-}  // namespace
+using test::ScopedEnv;
 
 TEST_CASE("defaults without a config", "[config]") {
   CommConfig config;
