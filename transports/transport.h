@@ -24,6 +24,8 @@
 
 namespace weft {
 
+class SharedWindows;  // transports/shared_windows.h
+
 // Room every Xfer reserves for the transport handling it, so posting allocates nothing.
 constexpr size_t kXferScratchBytes = 1152;
 
@@ -79,6 +81,15 @@ class Transport {
   // try its pending transfers (cheaper than asking the kernel what is ready first).
   virtual Status progress(bool woken) = 0;
   virtual int waitFd() const = 0;
+  // The caller is about to sleep on waitFd(). A transport whose peers write to memory rather
+  // than to a socket (shm) announces the sleep there, so that they know to wake it, and returns
+  // false when work has arrived meanwhile (the caller then polls again instead of sleeping).
+  virtual bool prepareToSleep() { return true; }
+  // The caller stopped sleeping (woken or not); undo prepareToSleep().
+  virtual void finishSleep() {}
+  // Memory all ranks of this host can read and write, for the direct algorithms; nullptr when
+  // the transport has none.
+  virtual SharedWindows* windows() { return nullptr; }
   // graceful: tell peers this rank is leaving on purpose (so they do not report it as dead).
   virtual void close(bool graceful) = 0;
 };

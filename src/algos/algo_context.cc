@@ -80,6 +80,11 @@ Status AlgoContext::waitAll() {
   return fabric_.waitAll(posted.data() + firstPosted_, posted.size() - firstPosted_);
 }
 
+Status AlgoContext::waitPosted(size_t begin, size_t end) {
+  auto& posted = resources_.posted();
+  return fabric_.waitAll(posted.data() + firstPosted_ + begin, end - begin);
+}
+
 void AlgoContext::finish(void* buf, size_t count) const {
   if (args_.op == weftAvg && count > 0) reduce::finishAvg(buf, count, args_.type, nranks_);
 }

@@ -64,6 +64,11 @@ class AlgoContext {
   Status wait(Xfer* xfer) { return fabric_.wait(xfer); }
   // Waits for every transfer this collective has posted.
   Status waitAll();
+  // Transfers this collective has posted, numbered from 0 in posting order; an algorithm notes
+  // the count before a phase and can later wait for that phase's transfers alone.
+  size_t postedCount() const { return resources_.posted().size() - firstPosted_; }
+  Xfer* posted(size_t index) const { return resources_.posted()[firstPosted_ + index]; }
+  Status waitPosted(size_t begin, size_t end);
 
   void* scratch(size_t bytes) { return resources_.scratch(bytes); }
   // dst = a (op) b over count elements of the call's datatype.

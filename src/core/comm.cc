@@ -9,6 +9,7 @@
 #include "algos/algo_context.h"
 #include "core/log.h"
 #include "topo/host_id.h"
+#include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace weft {
@@ -46,6 +47,41 @@ Status exchangeDescriptions(weftComm* comm, PeerInfo self, const bootstrap::Uniq
   return Status::ok();
 }
 
+// Which transport serves which peers: shm between ranks with the same host identity, tcp
+// otherwise; WEFT_TRANSPORT=tcp forces tcp everywhere, WEFT_TRANSPORT=shm requires one host.
+Status routePeers(const weftComm& comm, std::vector<int>* shmPeers, std::vector<int>* tcpPeers) {
+  const uint64_t myHost = comm.peers[comm.rank].hostId;
+  for (const PeerInfo& peer : comm.peers) {
+    if (peer.rank == comm.rank) continue;
+    bool local = peer.hostId == myHost;
+    if (comm.config.transport == "shm" && !local) {
+      return invalidUsage("WEFT_TRANSPORT=shm, but " + peer.describe() +
+                          " is on another host (host identities differ)");
+    }
+    (local && comm.config.transport != "tcp" ? shmPeers : tcpPeers)->push_back(peer.rank);
+  }
+  return Status::ok();
+}
+
+Status connectTransport(weftComm* comm, std::unique_ptr<Transport> transport,
+                        const std::vector<int>& peers, const std::vector<std::string>& names,
+                        std::string PeerInfo::*address, Deadline deadline) {
+  if (peers.empty()) {
+    transport->close(false);
+    return Status::ok();
+  }
+  ConnectContext context;
+  context.rank = comm->rank;
+  context.nranks = comm->nranks;
+  context.peerNames = names;
+  context.secret = comm->bootstrap->secret();
+  context.commId = comm->bootstrap->commId();
+  context.deadline = deadline;
+  for (const PeerInfo& peer : comm->peers) context.addresses.push_back(peer.*address);
+  WEFT_TRY(transport->connect(context, peers));
+  return comm->fabric->attach(std::move(transport), peers);
+}
+
 }  // namespace
 
 Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
@@ -61,10 +97,17 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   self.hostId = topo::hostIdentity(config.hostId);
   self.pid = static_cast<int32_t>(getpid());
   self.hostName = topo::hostName();
+  // Both transports become reachable before the layout is known; the one without peers closes.
   std::unique_ptr<Transport> tcp;
+  std::unique_ptr<Transport> shm;
   if (nranks > 1) {
     tcp = tcp::createTcpTransport(tcp::TcpOptions{config.socketsPerPeer});
     WEFT_TRY(tcp->listen(&self.tcpAddress));
+    if (config.transport != "tcp") {
+      shm = shm::createShmTransport(
+          shm::ShmOptions{config.shmWindowBytes, config.shmCrossMemoryMinBytes});
+      WEFT_TRY(shm->listen(&self.shmAddress));
+    }
   }
   WEFT_TRY(exchangeDescriptions(comm.get(), self, id, deadline));
 
@@ -75,20 +118,15 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   comm->fabric->setTimeoutMs(config.timeoutMs);
   comm->fabric->setSpinMicros(chooseSpinMicros(*comm));
   if (nranks > 1) {
-    ConnectContext context;
-    context.rank = rank;
-    context.nranks = nranks;
-    context.peerNames = names;
-    context.secret = comm->bootstrap->secret();
-    context.commId = comm->bootstrap->commId();
-    context.deadline = deadline;
-    std::vector<int> others;
-    for (const PeerInfo& peer : comm->peers) {
-      context.addresses.push_back(peer.tcpAddress);
-      if (peer.rank != rank) others.push_back(peer.rank);
+    std::vector<int> shmPeers, tcpPeers;
+    WEFT_TRY(routePeers(*comm, &shmPeers, &tcpPeers));
+    if (shm) {
+      WEFT_TRY(connectTransport(comm.get(), std::move(shm), shmPeers, names,
+                                &PeerInfo::shmAddress, deadline));
     }
-    WEFT_TRY(tcp->connect(context, others));
-    WEFT_TRY(comm->fabric->attach(std::move(tcp), others));
+    WEFT_TRY(connectTransport(comm.get(), std::move(tcp), tcpPeers, names, &PeerInfo::tcpAddress,
+                              deadline));
+    comm->localRanks = static_cast<int>(shmPeers.size()) + 1;
   }
 
   comm->resources = std::make_unique<OpResources>(nranks);
@@ -98,8 +136,10 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   comm->executor = std::make_shared<Executor>([raw](const Op& op) { return executeOp(raw, op); });
   comm->executor->start();
   if (rank == 0) {
-    WEFT_INFO("comm %s: %d ranks on %d host(s), transport tcp, timeout %lld s",
+    WEFT_INFO("comm %s: %d ranks on %d host(s), %s, timeout %lld s",
               config.commName.empty() ? "-" : config.commName.c_str(), nranks, comm->nodes,
+              config.transport.empty() ? "shm within hosts, tcp between them"
+                                       : ("transport " + config.transport).c_str(),
               static_cast<long long>(config.timeoutMs / 1000));
   }
   *out = comm.release();

@@ -25,7 +25,8 @@ struct weftComm {
   int nranks = 0;
   weft::CommConfig config;
   std::vector<weft::PeerInfo> peers;
-  int nodes = 1;  // distinct host identities
+  int nodes = 1;       // distinct host identities
+  int localRanks = 1;  // ranks on this rank's host that it reaches through shared memory
 
   std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
   std::unique_ptr<weft::Fabric> fabric;

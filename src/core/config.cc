@@ -56,8 +56,8 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
     out->socketsPerPeer = static_cast<int>(sockets);
   }
   if (auto transport = env::get("WEFT_TRANSPORT")) out->transport = *transport;
-  if (!out->transport.empty() && out->transport != "tcp") {
-    return invalidArgument("transport '" + out->transport + "' is not available (known: tcp)");
+  if (!out->transport.empty() && out->transport != "tcp" && out->transport != "shm") {
+    return invalidArgument("transport '" + out->transport + "' is not available (known: tcp, shm)");
   }
   if (auto hostId = env::get("WEFT_HOSTID")) out->hostId = *hostId;
   out->spinMicros = env::getInt("WEFT_SPIN_US");
@@ -67,6 +67,15 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
                            std::to_string(sliceBytes));
   }
   out->sliceBytes = static_cast<size_t>(sliceBytes);
+  int64_t windowBytes = env::getInt("WEFT_SHM_WINDOW_BYTES");
+  if (windowBytes < (64 << 10) || windowBytes > (int64_t{1} << 32)) {
+    return invalidArgument("WEFT_SHM_WINDOW_BYTES must be in 65536..4294967296, got " +
+                           std::to_string(windowBytes));
+  }
+  out->shmWindowBytes = static_cast<size_t>(windowBytes) & ~size_t{4095};
+  int64_t crossMemory = env::getInt("WEFT_SHM_CMA_MIN_BYTES");
+  if (crossMemory < 0) return invalidArgument("WEFT_SHM_CMA_MIN_BYTES must be >= 0");
+  out->shmCrossMemoryMinBytes = static_cast<size_t>(crossMemory);
   return parseAlgoOverrides(env::getString("WEFT_ALGO"), &out->algos);
 }
 

@@ -19,6 +19,8 @@ struct CommConfig {
   std::string commName;
   int64_t spinMicros = -1;  // -1 = decide from the layout
   size_t sliceBytes = 512 * 1024;
+  size_t shmWindowBytes = 8 << 20;
+  size_t shmCrossMemoryMinBytes = 64 << 10;
   AlgoOverrides algos;
 };
 

@@ -25,7 +25,15 @@ constexpr Variable kVariables[] = {
     {"WEFT_SPIN_US", "-1",
      "Microseconds a wait polls before it blocks; -1 chooses (spin when ranks <= cores)."},
     {"WEFT_TIMEOUT", "300", "Seconds any internal wait may take before the call fails."},
-    {"WEFT_TRANSPORT", "", "Force one transport for every peer: tcp."},
+    {"WEFT_TRANSPORT", "",
+     "Force one transport for every peer: tcp, or shm (every rank on one host). Default: shm "
+     "between ranks with the same host identity, tcp otherwise."},
+    // Shared memory.
+    {"WEFT_SHM_CMA_MIN_BYTES", "65536",
+     "Messages of at least this many bytes between ranks of a host are read in place with "
+     "process_vm_readv (one copy) where the kernel allows it; 0 turns that off."},
+    {"WEFT_SHM_WINDOW_BYTES", "8388608",
+     "Shared window per rank for the direct intra-host algorithms, in bytes."},
     // TCP.
     {"WEFT_NSOCKS", "1",
      "TCP sockets per peer (1..16); messages of 256 KiB and more are striped over them. More than "

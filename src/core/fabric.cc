@@ -43,6 +43,7 @@ Status Fabric::attach(std::unique_ptr<Transport> transport, const std::vector<in
     }
   }
   for (int peer : peers) route_[peer] = transport.get();
+  if (windows_ == nullptr) windows_ = transport->windows();
   transports_.push_back(std::move(transport));
   return Status::ok();
 }
@@ -93,57 +94,83 @@ Status Fabric::fail(Status why) {
   return failure_;
 }
 
+Status Fabric::waitAll(Xfer* const* xfers, size_t count) {
+  size_t first = 0;  // transfers before it are known to be done
+  return waitUntil(
+      [&](Status* failure) {
+        // Checked before progressing, so waiting on finished transfers costs no system call.
+        while (first < count && xfers[first]->done) {
+          if (!xfers[first]->status.isOk()) {
+            *failure = xfers[first]->status;
+            return true;
+          }
+          ++first;
+        }
+        return first == count;
+      },
+      [&] { return describePending(xfers + first, count - first); });
+}
+
 // Polling before sleeping saves the wake-up latency when the peer answers within the budget,
 // and wastes a core when it does not (or when ranks outnumber cores and the peer needs this
 // one). So the budget adapts: it doubles after a wait that polling satisfied and halves after one
 // that had to sleep, never below kMinSpin so that a quiet period can still be noticed.
-Status Fabric::waitAll(Xfer* const* xfers, size_t count) {
-  using Clock = std::chrono::steady_clock;
-  constexpr int64_t kMinSpin = 2;
-  if (!failure_.isOk()) return failure_;
-  Deadline deadline = Deadline::never();
-  Clock::time_point spinUntil;
-  bool progressed = false;  // progress ran since the last check of the deadline
-  bool waited = false;      // only waits that did not complete at once say anything about polling
-  bool slept = false;
-  bool woken = false;       // slept since the last progress
-  size_t first = 0;         // transfers before it are known to be done
-  for (;;) {
-    // Checked before progressing, so waiting on finished transfers costs no system call.
-    while (first < count && xfers[first]->done) {
-      if (!xfers[first]->status.isOk()) return fail(xfers[first]->status);
-      ++first;
-    }
-    if (first == count) break;
-    if (progressed) {
-      if (!waited) {
-        waited = true;
-        deadline = Deadline::after(timeoutMs_);
-        spinUntil = Clock::now() + std::chrono::microseconds(spinBudget_);
-      }
-      if (aborted_.load(std::memory_order_acquire)) {
-        return fail(Status(weftAborted, "the communicator was aborted"));
-      }
-      if (deadline.expired()) return fail(timeoutStatus(xfers + first, count - first));
-      if (spinBudget_ == 0 || Clock::now() >= spinUntil) {
-        slept = woken = true;
-        epoll_event events[8];
-        epoll_wait(epollFd_, events, 8, deadline.remainingMs(1000));
-      }
-    }
-    Status status = progressAll(woken);
-    woken = false;
-    if (!status.isOk()) return fail(status);
-    progressed = true;
+Status Fabric::WaitLoop::checkStop() {
+  if (!waited_) {
+    waited_ = true;
+    deadline_ = Deadline::after(fabric_.timeoutMs_);
+    spinUntil_ = std::chrono::steady_clock::now() + std::chrono::microseconds(fabric_.spinBudget_);
   }
-  if (spinMicros_ > 0 && waited) {
-    spinBudget_ = slept ? std::max(kMinSpin, spinBudget_ / 2)
-                        : std::min(spinMicros_, spinBudget_ * 2);
+  if (fabric_.aborted_.load(std::memory_order_acquire)) {
+    return Status(weftAborted, "the communicator was aborted");
+  }
+  if (deadline_.expired()) return timeoutError("");
+  return Status::ok();
+}
+
+bool Fabric::WaitLoop::spinOver() const {
+  return fabric_.spinBudget_ == 0 || std::chrono::steady_clock::now() >= spinUntil_;
+}
+
+bool Fabric::WaitLoop::prepareSleep() {
+  auto& transports = fabric_.transports_;
+  for (size_t i = 0; i < transports.size(); ++i) {
+    if (!transports[i]->prepareToSleep()) {
+      for (size_t j = 0; j < i; ++j) transports[j]->finishSleep();
+      return false;
+    }
+  }
+  return true;
+}
+
+void Fabric::WaitLoop::cancelSleep() {
+  for (auto& transport : fabric_.transports_) transport->finishSleep();
+}
+
+void Fabric::WaitLoop::sleep() {
+  slept_ = woken_ = true;
+  epoll_event events[8];
+  epoll_wait(fabric_.epollFd_, events, 8, deadline_.remainingMs(1000));
+  cancelSleep();
+}
+
+Status Fabric::WaitLoop::progress() {
+  Status status = fabric_.progressAll(woken_);
+  woken_ = false;
+  progressed_ = true;
+  return status;
+}
+
+Status Fabric::WaitLoop::finish() {
+  constexpr int64_t kMinSpin = 2;
+  if (fabric_.spinMicros_ > 0 && waited_) {
+    fabric_.spinBudget_ = slept_ ? std::max(kMinSpin, fabric_.spinBudget_ / 2)
+                                 : std::min(fabric_.spinMicros_, fabric_.spinBudget_ * 2);
   }
   return Status::ok();
 }
 
-Status Fabric::timeoutStatus(Xfer* const* xfers, size_t count) const {
+std::string Fabric::describePending(Xfer* const* xfers, size_t count) const {
   const Xfer* pending = xfers[0];
   for (size_t i = 0; i < count; ++i) {
     if (!xfers[i]->done) {
@@ -152,13 +179,16 @@ Status Fabric::timeoutStatus(Xfer* const* xfers, size_t count) const {
     }
   }
   bool sending = pending->kind == Xfer::Kind::kSend;
+  return peerNames_[pending->peer] + (sending ? " to receive " : " to send ") +
+         std::to_string(pending->bytes) + " bytes (message " +
+         std::to_string(pending->tag & 0xffffffffu) + " of the operation)";
+}
+
+Status Fabric::timeoutStatus(const std::string& awaited) const {
   char seconds[32];
   std::snprintf(seconds, sizeof(seconds), "%g", timeoutMs_ / 1000.0);
-  return timeoutError("timed out after " + std::string(seconds) + " s in " +
-                      std::string(opName_) + " #" + std::to_string(opSeq_) + " (" + opAlgorithm_ + ")" + ", waiting for " +
-                      peerNames_[pending->peer] + (sending ? " to receive " : " to send ") +
-                      std::to_string(pending->bytes) + " bytes (message " +
-                      std::to_string(pending->tag & 0xffffffffu) + " of the operation)");
+  return timeoutError("timed out after " + std::string(seconds) + " s in " + opName_ + " #" +
+                      std::to_string(opSeq_) + " (" + opAlgorithm_ + "), waiting for " + awaited);
 }
 
 void Fabric::abort() {

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "transports/shared_windows.h"
 #include "transports/transport.h"
 
 namespace weft {
@@ -33,6 +35,38 @@ class Fabric {
   Status waitAll(Xfer* const* xfers, size_t count);
   Status wait(Xfer* xfer) { return waitAll(&xfer, 1); }
 
+  // The general wait: until ready(&failure) returns true (a failure it reports fails the wait
+  // and the fabric). describe() says what was awaited, for the timeout message. Transports keep
+  // progressing meanwhile; ready() is checked again after the sleep has been announced, so a
+  // condition set by another rank in shared memory (which then wakes sleepers) is never missed.
+  template <typename Ready, typename Describe>
+  Status waitUntil(Ready&& ready, Describe&& describe) {
+    if (!failure_.isOk()) return failure_;
+    WaitLoop loop(*this);
+    for (;;) {
+      Status failure;
+      if (ready(&failure)) return failure.isOk() ? loop.finish() : fail(failure);
+      if (loop.progressed()) {
+        Status stop = loop.checkStop();
+        if (!stop.isOk()) {
+          return fail(stop.code() == weftTimeout ? timeoutStatus(describe()) : stop);
+        }
+        if (loop.spinOver() && loop.prepareSleep()) {
+          if (ready(&failure)) {
+            loop.cancelSleep();
+            return failure.isOk() ? loop.finish() : fail(failure);
+          }
+          loop.sleep();
+        }
+      }
+      Status progressed = loop.progress();
+      if (!progressed.isOk()) return fail(progressed);
+    }
+  }
+
+  // Shared memory of the ranks of this host, when a transport provides it (else nullptr).
+  SharedWindows* windows() const { return windows_; }
+
   void setTimeoutMs(int64_t timeoutMs) { timeoutMs_ = timeoutMs; }
   void setSpinMicros(int64_t micros) { spinMicros_ = spinBudget_ = micros; }
   // The operation named in timeout messages: "allreduce #12 (ring)". Static strings only.
@@ -50,16 +84,41 @@ class Fabric {
   void close(bool graceful);
 
  private:
+  // One wait's state: deadline, polling budget, sleeping.
+  class WaitLoop {
+   public:
+    explicit WaitLoop(Fabric& fabric) : fabric_(fabric) {}
+    bool progressed() const { return progressed_; }
+    Status checkStop();  // weftAborted, or weftTimeout (the caller words the message)
+    bool spinOver() const;
+    bool prepareSleep();  // every transport announced the sleep
+    void cancelSleep();
+    void sleep();
+    Status progress();
+    Status finish();  // adapts the polling budget
+
+   private:
+    Fabric& fabric_;
+    Deadline deadline_;
+    std::chrono::steady_clock::time_point spinUntil_;
+    bool progressed_ = false;
+    bool waited_ = false;
+    bool slept_ = false;
+    bool woken_ = false;
+  };
+
   Status progressAll(bool woken);
   void postToSelf(Xfer* xfer);
   Status fail(Status why);
-  Status timeoutStatus(Xfer* const* xfers, size_t count) const;
+  Status timeoutStatus(const std::string& awaited) const;
+  std::string describePending(Xfer* const* xfers, size_t count) const;
 
   int rank_;
   int nranks_;
   std::vector<std::string> peerNames_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<Transport*> route_;  // route_[peer]
+  SharedWindows* windows_ = nullptr;
   std::deque<Xfer*> selfSends_;
   std::deque<Xfer*> selfRecvs_;
   int epollFd_ = -1;

@@ -54,6 +54,7 @@ std::string encodePeerInfo(const PeerInfo& info) {
   putU32(out, static_cast<uint32_t>(info.pid));
   putString(out, info.hostName);
   putString(out, info.tcpAddress);
+  putString(out, info.shmAddress);
   return out;
 }
 
@@ -64,7 +65,8 @@ Status decodePeerInfo(const std::string& bytes, PeerInfo* out) {
     return invalidUsage("peer description has an unknown version (mixed weft versions?)");
   }
   if (!reader.u32(&rank) || !reader.u64(&out->hostId) || !reader.u32(&pid) ||
-      !reader.string(&out->hostName) || !reader.string(&out->tcpAddress) || !reader.finished()) {
+      !reader.string(&out->hostName) || !reader.string(&out->tcpAddress) ||
+      !reader.string(&out->shmAddress) || !reader.finished()) {
     return invalidUsage("peer description is malformed");
   }
   out->rank = static_cast<int>(rank);

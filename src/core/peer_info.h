@@ -14,6 +14,7 @@ struct PeerInfo {
   int32_t pid = 0;
   std::string hostName;
   std::string tcpAddress;  // what the tcp transport's listen() published ("" if none)
+  std::string shmAddress;  // what the shm transport's listen() published ("" if none)
 
   std::string describe() const;  // "rank 3 (host:pid 1234)"
 };

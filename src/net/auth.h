@@ -36,6 +36,7 @@ enum class Purpose : uint16_t {
   kRendezvous = 1,  // rank -> root
   kBootstrap = 2,   // rank -> rank, the bootstrap ring
   kTcpData = 3,     // rank -> rank, TCP transport data connections
+  kShm = 4,         // rank -> rank of one host, the shm transport's Unix-socket set-up
 };
 
 // Blocking-style wrappers over non-blocking sockets, bounded by the deadline.

@@ -2,7 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <functional>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "multirank/coll_matrix.h"
 #include "multirank/rank_threads.h"
@@ -20,17 +23,21 @@ bool skippedForRankCap(int n) {
 }
 
 // Runs the matrix on n threads and fails the test with the first messages on any mismatch.
-void checkMatrix(int n, const MatrixOptions& options) {
+// hostOf(rank), when given, overrides each rank's host identity (to mix shm and tcp).
+void checkMatrix(int n, const MatrixOptions& options,
+                 const std::function<const char*(int)>& hostOf = nullptr) {
   if (skippedForRankCap(n)) return;
   std::mutex mutex;
   MatrixResult total;
-  std::string initErrors = runAsThreads(n, [&](weftComm_t comm, int) {
+  std::vector<weftConfig_t> configs(n, weftConfig_t(WEFT_CONFIG_INITIALIZER));
+  for (int rank = 0; hostOf && rank < n; ++rank) configs[rank].hostId = hostOf(rank);
+  std::string initErrors = runAsThreadsWith(n, [&](weftComm_t comm, int) {
     MatrixResult result = runMatrix(comm, options);
     std::lock_guard<std::mutex> lock(mutex);
     total.calls += result.calls;
     total.failures += result.failures;
     total.messages.insert(total.messages.end(), result.messages.begin(), result.messages.end());
-  });
+  }, [&](int rank) { return &configs[rank]; });
   INFO(initErrors);
   REQUIRE(initErrors.empty());
   std::string messages;
@@ -46,7 +53,27 @@ void checkMatrix(int n, const MatrixOptions& options) {
 TEST_CASE("every collective, datatype, op and size class on 1..8 thread ranks", "[threads]") {
   int n = GENERATE(1, 2, 3, 4, 5, 6, 7, 8);
   CAPTURE(n);
+  checkMatrix(n, MatrixOptions{});  // one host: shared memory
+}
+
+TEST_CASE("every collective over tcp on 2..8 thread ranks", "[threads][tcp]") {
+  ScopedEnv transport("WEFT_TRANSPORT", "tcp");
+  int n = GENERATE(2, 3, 5, 8);
+  CAPTURE(n);
   checkMatrix(n, MatrixOptions{});
+}
+
+TEST_CASE("a communicator mixing shm and tcp (host identities overridden)", "[threads][mixed]") {
+  // Two hosts of two ranks, numbered host by host and interleaved; and three uneven hosts.
+  const char* layout = GENERATE("AABB", "ABAB", "AABBBC");
+  CAPTURE(layout);
+  int n = static_cast<int>(std::string(layout).size());
+  MatrixOptions options;
+  options.types = {weftFloat32, weftInt8, weftBfloat16};
+  checkMatrix(n, options, [&](int rank) {
+    static const char* kHosts[] = {"host-A", "host-B", "host-C"};
+    return kHosts[layout[rank] - 'A'];
+  });
 }
 
 TEST_CASE("non-blocking calls complete through weftWait", "[threads]") {
