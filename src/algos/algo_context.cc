@@ -85,6 +85,29 @@ Status AlgoContext::waitPosted(size_t begin, size_t end) {
   return fabric_.waitAll(posted.data() + firstPosted_ + begin, end - begin);
 }
 
+Status AlgoContext::waitForFlags(int which, uint64_t round, int only) {
+  SharedWindows& shared = *windows();
+  const int size = only < 0 ? shared.localSize() : only + 1;
+  int checked = only < 0 ? 0 : only;  // local ranks before it are known to have published
+  return fabric_.waitUntil(
+      [&](Status*) {
+        while (checked < size &&
+               shared.flag(checked, which).load(std::memory_order_acquire) >= round) {
+          ++checked;
+        }
+        return checked == size;
+      },
+      [&] {
+        return fabric_.peerName(shared.rankOf(checked)) + " to reach round " +
+               std::to_string(round) + " (shared-memory flag " + std::to_string(which) + ")";
+      });
+}
+
+Status AlgoContext::publishAndWait(int which, uint64_t round) {
+  windows()->publish(which, round);
+  return waitForFlags(which, round);
+}
+
 void AlgoContext::finish(void* buf, size_t count) const {
   if (args_.op == weftAvg && count > 0) reduce::finishAvg(buf, count, args_.type, nranks_);
 }

@@ -33,6 +33,7 @@ class OpResources {
   uint32_t nextIndex(std::vector<std::pair<uint64_t, uint32_t>>& counters, int peer);
   uint64_t tagBase() const { return tagBase_; }
 
+  uint64_t windowRound = 0;  // see AlgoContext::nextWindowRound
   std::vector<std::pair<uint64_t, uint32_t>> sendCounters;  // (tagBase, next index) per peer
   std::vector<std::pair<uint64_t, uint32_t>> recvCounters;
 
@@ -71,6 +72,19 @@ class AlgoContext {
   Status waitPosted(size_t begin, size_t end);
 
   void* scratch(size_t bytes) { return resources_.scratch(bytes); }
+
+  // Shared memory of the ranks of this host (nullptr without the shm transport). The direct
+  // algorithms use it only when the whole communicator is on one host.
+  SharedWindows* windows() const { return fabric_.windows(); }
+  // A new round of window use: every local rank numbers its rounds alike, since all run the
+  // same operations in the same order.
+  uint64_t nextWindowRound() { return ++resources_.windowRound; }
+  // Publishes this rank's flag `which` = round and waits until every local rank has published
+  // that flag with a value >= round.
+  Status publishAndWait(int which, uint64_t round);
+  // Waits until local rank `only` (or, with -1, every local rank) has published flag `which`
+  // with a value >= round.
+  Status waitForFlags(int which, uint64_t round, int only = -1);
   // dst = a (op) b over count elements of the call's datatype.
   void reduce(void* dst, const void* a, const void* b, size_t count) const {
     if (count > 0) reducer_(dst, a, b, count);

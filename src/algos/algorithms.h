@@ -22,6 +22,12 @@ Status alltoallPairwise(AlgoContext& context);
 Status gatherDirect(AlgoContext& context);
 Status scatterDirect(AlgoContext& context);
 Status barrierDissemination(AlgoContext& context);
+Status allreduceShmFlat(AlgoContext& context);
+Status allreduceShmDirect(AlgoContext& context);
+Status broadcastShmDirect(AlgoContext& context);
+Status reduceShmDirect(AlgoContext& context);
+Status allgatherShmDirect(AlgoContext& context);
+Status reduceScatterShmDirect(AlgoContext& context);
 
 // Copies `bytes` unless source and destination are the same memory (in-place calls).
 void copyUnlessSame(void* dst, const void* src, size_t bytes);

@@ -24,6 +24,12 @@ constexpr Entry kAlgorithms[] = {
     {CollType::kGather, AlgoId::kDirect, gatherDirect},
     {CollType::kScatter, AlgoId::kDirect, scatterDirect},
     {CollType::kBarrier, AlgoId::kDissemination, barrierDissemination},
+    {CollType::kAllReduce, AlgoId::kShmFlat, allreduceShmFlat},
+    {CollType::kAllReduce, AlgoId::kShmDirect, allreduceShmDirect},
+    {CollType::kBroadcast, AlgoId::kShmDirect, broadcastShmDirect},
+    {CollType::kReduce, AlgoId::kShmDirect, reduceShmDirect},
+    {CollType::kAllGather, AlgoId::kShmDirect, allgatherShmDirect},
+    {CollType::kReduceScatter, AlgoId::kShmDirect, reduceScatterShmDirect},
 };
 
 }  // namespace

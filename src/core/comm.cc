@@ -128,6 +128,12 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
                               deadline));
     comm->localRanks = static_cast<int>(shmPeers.size()) + 1;
   }
+  comm->layout.nranks = nranks;
+  if (SharedWindows* windows = comm->fabric->windows()) {
+    comm->layout.oneHostShm = windows->localSize() == nranks;
+    comm->layout.windowAreaBytes = windows->windowBytes() / 2;
+  }
+  WEFT_TRY(checkOverrides(config.algos, comm->layout));
 
   comm->resources = std::make_unique<OpResources>(nranks);
   comm->p2pSent.assign(nranks, 0);

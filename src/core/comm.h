@@ -15,6 +15,7 @@
 #include "core/fabric.h"
 #include "core/peer_info.h"
 #include "core/status.h"
+#include "tune/select.h"
 
 namespace weft {
 class OpResources;
@@ -27,6 +28,7 @@ struct weftComm {
   std::vector<weft::PeerInfo> peers;
   int nodes = 1;       // distinct host identities
   int localRanks = 1;  // ranks on this rank's host that it reaches through shared memory
+  weft::Layout layout;  // what the tuner's choices depend on
 
   std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
   std::unique_ptr<weft::Fabric> fabric;

@@ -18,7 +18,7 @@ uint64_t tagBaseFor(uint64_t seq) { return (seq & 0x7fffffffu) << 32; }
 
 Status runCollective(weftComm* comm, const CollArgs& args) {
   const uint64_t seq = ++comm->collectiveSeq;
-  const Plan plan = choosePlan(args, comm->nranks, comm->config.algos, comm->config.sliceBytes);
+  const Plan plan = choosePlan(args, comm->layout, comm->config.algos, comm->config.sliceBytes);
   AlgoFn run = findAlgorithm(args.coll, plan.algo);
   if (run == nullptr) {
     return internalError(std::string("no algorithm ") + algoName(plan.algo) + " for " +

@@ -6,8 +6,8 @@ namespace weft {
 namespace {
 
 constexpr const char* kNames[kNumAlgoIds] = {
-    "ring", "recursive_doubling", "binomial", "chain", "pairwise", "dissemination", "direct",
-    "p2p",
+    "ring",   "recursive_doubling", "binomial",  "chain",     "pairwise",
+    "dissemination", "direct", "p2p",  "shm_flat", "shm_direct",
 };
 
 }  // namespace

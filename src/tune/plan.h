@@ -16,8 +16,16 @@ enum class AlgoId : uint8_t {
   kDissemination,
   kDirect,
   kPointToPoint,
+  kShmFlat,    // every rank reduces everything from shared windows (small messages)
+  kShmDirect,  // each rank works on its share straight from shared windows
 };
-constexpr int kNumAlgoIds = 8;
+constexpr int kNumAlgoIds = 10;
+
+// Whether an algorithm works on shared windows (and so needs the whole communicator on one
+// host with shared memory).
+inline bool needsSharedWindows(AlgoId algo) {
+  return algo == AlgoId::kShmFlat || algo == AlgoId::kShmDirect;
+}
 
 const char* algoName(AlgoId algo);
 // By name ("ring", "recursive_doubling", ...); false when unknown.

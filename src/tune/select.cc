@@ -1,5 +1,6 @@
 #include "tune/select.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "algos/algorithms.h"
@@ -16,8 +17,33 @@ constexpr size_t kSmallMessageBytes = 64 * 1024;
 // 4 (oversubscribed) ranks (docs/ALGORITHMS.md). The cost-model tuner will replace this rule.
 size_t recursiveDoublingLimit(int nranks) { return 32 * 1024 * static_cast<size_t>(nranks - 1); }
 
-AlgoId defaultAlgo(const CollArgs& args, int nranks) {
+// One host with shared memory: the direct algorithms work in place in the shared windows.
+// Below kShmFlatBytes every rank reduces everything itself (one round of flags); above, each
+// rank reduces its share.
+constexpr size_t kShmFlatBytes = 16 * 1024;
+
+AlgoId defaultOneHostAlgo(const CollArgs& args, const Layout& layout, size_t bytes) {
+  switch (args.coll) {
+    case CollType::kAllReduce:
+      return bytes <= std::min(kShmFlatBytes, layout.windowAreaBytes) ? AlgoId::kShmFlat
+                                                                       : AlgoId::kShmDirect;
+    case CollType::kBroadcast:
+    case CollType::kReduce:
+    case CollType::kAllGather:
+    case CollType::kReduceScatter:
+      return AlgoId::kShmDirect;
+    default:
+      return AlgoId::kPointToPoint;  // the caller falls back to the general rule
+  }
+}
+
+AlgoId defaultAlgo(const CollArgs& args, const Layout& layout) {
   const size_t bytes = args.count * reduce::typeSize(args.type);
+  const int nranks = layout.nranks;
+  if (layout.oneHostShm && nranks > 1) {
+    AlgoId direct = defaultOneHostAlgo(args, layout, bytes);
+    if (direct != AlgoId::kPointToPoint) return direct;
+  }
   switch (args.coll) {
     case CollType::kAllReduce:
       return bytes <= recursiveDoublingLimit(nranks) || args.count < static_cast<size_t>(nranks)
@@ -92,13 +118,30 @@ Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out) {
   return Status::ok();
 }
 
-Plan choosePlan(const CollArgs& args, int nranks, const AlgoOverrides& overrides,
+Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides& overrides,
                 size_t sliceBytes) {
   Plan plan;
   plan.sliceBytes = sliceBytes;
   const auto& forced = overrides.byColl[static_cast<int>(args.coll)];
-  plan.algo = forced ? *forced : defaultAlgo(args, nranks);
+  plan.algo = forced ? *forced : defaultAlgo(args, layout);
+  // shm_flat holds the whole message in one window area; a larger one goes direct.
+  if (plan.algo == AlgoId::kShmFlat &&
+      args.count * reduce::typeSize(args.type) > layout.windowAreaBytes) {
+    plan.algo = AlgoId::kShmDirect;
+  }
   return plan;
+}
+
+Status checkOverrides(const AlgoOverrides& overrides, const Layout& layout) {
+  for (int coll = 0; coll < kNumCollTypes; ++coll) {
+    const auto& forced = overrides.byColl[coll];
+    if (forced && needsSharedWindows(*forced) && !layout.oneHostShm && layout.nranks > 1) {
+      return invalidUsage(std::string("WEFT_ALGO forces ") + algoName(*forced) + " for " +
+                          collName(static_cast<CollType>(coll)) +
+                          ", which needs every rank on one host with shared memory");
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace weft

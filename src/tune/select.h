@@ -20,7 +20,16 @@ struct AlgoOverrides {
 // collective. Unknown names and algorithms a collective lacks are errors naming the token.
 Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out);
 
-Plan choosePlan(const CollArgs& args, int nranks, const AlgoOverrides& overrides,
+// What the choice depends on besides the call; identical on every rank.
+struct Layout {
+  int nranks = 1;
+  bool oneHostShm = false;     // every rank on this host, with shared windows
+  size_t windowAreaBytes = 0;  // half a shared window: what one round of a direct algorithm holds
+};
+
+Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides& overrides,
                 size_t sliceBytes);
+// An init-time check that forced algorithms can run on this layout.
+Status checkOverrides(const AlgoOverrides& overrides, const Layout& layout);
 
 }  // namespace weft

@@ -89,11 +89,14 @@ TEST_CASE("forced algorithms with tiny pipeline slices", "[threads]") {
   // Slices of 256 bytes make the large size class span hundreds of slices, exercising the
   // pipelines' receive windows and slot reuse.
   ScopedEnv slices("WEFT_SLICE_BYTES", "256");
-  const char* algos = GENERATE("allreduce=ring,broadcast=chain,reduce=chain",
-                               "allreduce=recursive_doubling,broadcast=binomial,reduce=binomial");
+  const char* algos = GENERATE(
+      "allreduce=ring,broadcast=chain,reduce=chain,allgather=ring,reducescatter=ring",
+      "allreduce=recursive_doubling,broadcast=binomial,reduce=binomial");
+  const char* transport = GENERATE("shm", "tcp");
   int n = GENERATE(2, 3, 5, 8);
-  CAPTURE(algos, n);
+  CAPTURE(algos, transport, n);
   ScopedEnv forced("WEFT_ALGO", algos);
+  ScopedEnv via("WEFT_TRANSPORT", transport);
   MatrixOptions options;
   options.colls = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
                    Coll::kReduceScatter};
@@ -105,8 +108,22 @@ TEST_CASE("forced algorithms with tiny pipeline slices", "[threads]") {
 
 namespace weft::test {
 
+TEST_CASE("shared-memory direct algorithms over many rounds of a small window", "[threads]") {
+  // 64 KiB windows: the large size class takes several rounds of each direct algorithm, and the
+  // rounds' flags and alternating halves are exercised across calls.
+  ScopedEnv window("WEFT_SHM_WINDOW_BYTES", "65536");
+  int n = GENERATE(2, 3, 5, 8);
+  CAPTURE(n);
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
+                   Coll::kReduceScatter};
+  options.types = {weftFloat16, weftInt32, weftFloat64};
+  checkMatrix(n, options);
+}
+
 TEST_CASE("large messages striped over several sockets per peer", "[threads]") {
   ScopedEnv sockets("WEFT_NSOCKS", "3");
+  ScopedEnv transport("WEFT_TRANSPORT", "tcp");
   int n = GENERATE(2, 3);
   CAPTURE(n);
   MatrixOptions options;
@@ -124,6 +141,7 @@ namespace weft::test {
 
 TEST_CASE("IPv6: the whole matrix over ::1", "[threads][ipv6]") {
   ScopedEnv family("WEFT_SOCKET_FAMILY", "AF_INET6");
+  ScopedEnv transport("WEFT_TRANSPORT", "tcp");
   int n = GENERATE(2, 4);
   CAPTURE(n);
   MatrixOptions options;

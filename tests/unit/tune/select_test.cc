@@ -14,35 +14,64 @@ CollArgs args(CollType coll, size_t count, weftDataType_t type = weftFloat32) {
   return a;
 }
 
+Layout net(int nranks) { return Layout{nranks, false, 0}; }
+Layout oneHost(int nranks) { return Layout{nranks, true, 4 << 20}; }
+
 }  // namespace
+
+TEST_CASE("on one host with shared memory the direct algorithms are chosen", "[tune]") {
+  AlgoOverrides none;
+  CHECK(choosePlan(args(CollType::kAllReduce, 2), oneHost(4), none, 4096).algo == AlgoId::kShmFlat);
+  CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), oneHost(4), none, 4096).algo ==
+        AlgoId::kShmDirect);
+  CHECK(choosePlan(args(CollType::kBroadcast, 16), oneHost(4), none, 4096).algo ==
+        AlgoId::kShmDirect);
+  CHECK(choosePlan(args(CollType::kAlltoAll, 16), oneHost(4), none, 4096).algo ==
+        AlgoId::kPairwise);
+  // A forced shm_flat too large for a window area runs direct instead.
+  AlgoOverrides flat;
+  REQUIRE(parseAlgoOverrides("allreduce=shm_flat", &flat).isOk());
+  CHECK(choosePlan(args(CollType::kAllReduce, 4 << 20), oneHost(2), flat, 4096).algo ==
+        AlgoId::kShmDirect);
+}
+
+TEST_CASE("forcing a shared-memory algorithm across hosts is refused at init", "[tune]") {
+  AlgoOverrides overrides;
+  REQUIRE(parseAlgoOverrides("broadcast=shm_direct", &overrides).isOk());
+  CHECK(checkOverrides(overrides, oneHost(4)).isOk());
+  Status status = checkOverrides(overrides, net(4));
+  CHECK(status.code() == weftInvalidUsage);
+  CHECK(status.message().find("shm_direct") != std::string::npos);
+  CHECK(checkOverrides(overrides, net(1)).isOk());
+}
 
 TEST_CASE("small all-reduces use recursive doubling, large ones the ring", "[tune]") {
   AlgoOverrides none;
-  CHECK(choosePlan(args(CollType::kAllReduce, 2), 4, none, 4096).algo == AlgoId::kRecursiveDoubling);
-  CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), 4, none, 4096).algo == AlgoId::kRing);
+  CHECK(choosePlan(args(CollType::kAllReduce, 2), net(4), none, 4096).algo == AlgoId::kRecursiveDoubling);
+  CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), net(4), none, 4096).algo == AlgoId::kRing);
   // The crossover grows with the rank count: 64 KiB is a ring for 2 ranks, not for 4.
-  CHECK(choosePlan(args(CollType::kAllReduce, 16384), 2, none, 4096).algo == AlgoId::kRing);
-  CHECK(choosePlan(args(CollType::kAllReduce, 16384), 4, none, 4096).algo ==
+  CHECK(choosePlan(args(CollType::kAllReduce, 16384), net(2), none, 4096).algo == AlgoId::kRing);
+  CHECK(choosePlan(args(CollType::kAllReduce, 16384), net(4), none, 4096).algo ==
         AlgoId::kRecursiveDoubling);
   // Fewer elements than ranks leaves ring blocks empty: recursive doubling at any size.
-  CHECK(choosePlan(args(CollType::kAllReduce, 3, weftFloat64), 4, none, 4096).algo ==
+  CHECK(choosePlan(args(CollType::kAllReduce, 3, weftFloat64), net(4), none, 4096).algo ==
         AlgoId::kRecursiveDoubling);
-  CHECK(choosePlan(args(CollType::kBroadcast, 1 << 20), 4, none, 4096).algo == AlgoId::kChain);
-  CHECK(choosePlan(args(CollType::kBroadcast, 16), 4, none, 4096).algo == AlgoId::kBinomial);
-  CHECK(choosePlan(args(CollType::kBarrier, 0), 4, none, 4096).algo == AlgoId::kDissemination);
-  CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), 4, none, 4096).sliceBytes == 4096);
+  CHECK(choosePlan(args(CollType::kBroadcast, 1 << 20), net(4), none, 4096).algo == AlgoId::kChain);
+  CHECK(choosePlan(args(CollType::kBroadcast, 16), net(4), none, 4096).algo == AlgoId::kBinomial);
+  CHECK(choosePlan(args(CollType::kBarrier, 0), net(4), none, 4096).algo == AlgoId::kDissemination);
+  CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), net(4), none, 4096).sliceBytes == 4096);
 }
 
 TEST_CASE("WEFT_ALGO forces algorithms globally or per collective", "[tune]") {
   AlgoOverrides overrides;
   REQUIRE(parseAlgoOverrides("ring", &overrides).isOk());
-  CHECK(choosePlan(args(CollType::kAllReduce, 2), 4, overrides, 4096).algo == AlgoId::kRing);
-  CHECK(choosePlan(args(CollType::kAllGather, 2), 4, overrides, 4096).algo == AlgoId::kRing);
-  CHECK(choosePlan(args(CollType::kBroadcast, 2), 4, overrides, 4096).algo == AlgoId::kBinomial);
+  CHECK(choosePlan(args(CollType::kAllReduce, 2), net(4), overrides, 4096).algo == AlgoId::kRing);
+  CHECK(choosePlan(args(CollType::kAllGather, 2), net(4), overrides, 4096).algo == AlgoId::kRing);
+  CHECK(choosePlan(args(CollType::kBroadcast, 2), net(4), overrides, 4096).algo == AlgoId::kBinomial);
 
   REQUIRE(parseAlgoOverrides("broadcast=chain,reduce=binomial", &overrides).isOk());
-  CHECK(choosePlan(args(CollType::kBroadcast, 2), 4, overrides, 4096).algo == AlgoId::kChain);
-  CHECK(choosePlan(args(CollType::kReduce, 1 << 22), 4, overrides, 4096).algo == AlgoId::kBinomial);
+  CHECK(choosePlan(args(CollType::kBroadcast, 2), net(4), overrides, 4096).algo == AlgoId::kChain);
+  CHECK(choosePlan(args(CollType::kReduce, 1 << 22), net(4), overrides, 4096).algo == AlgoId::kBinomial);
 }
 
 TEST_CASE("WEFT_ALGO errors name the bad token", "[tune]") {

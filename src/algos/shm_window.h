@@ -1,0 +1,38 @@
+// How the direct algorithms use the shared windows. Each rank's window is split in two halves
+// ("areas") that alternate by round, so that a rank can fill its next area while slower peers
+// still read the previous one. Flag kArrived carries one invariant for every algorithm: a rank
+// publishes kArrived = r only after it has finished reading everything of rounds before r. So
+// before a rank writes its area for round r it waits until every local rank has published
+// kArrived >= r - 1 (they are done with round r - 2, the last user of the same half); in most
+// algorithms that already holds by the time it gets there, and the wait is one pass over flags.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algos/algo_context.h"
+#include "transports/shared_windows.h"
+
+namespace weft::window {
+
+constexpr int kArrived = 0;  // data for this round is in the area / done reading older rounds
+constexpr int kReduced = 1;  // this rank's share of the round is reduced, in its area
+
+inline size_t areaBytes(const SharedWindows& windows) { return windows.windowBytes() / 2; }
+
+inline char* area(SharedWindows& windows, int index, uint64_t round) {
+  return windows.window(index) + (round % 2) * areaBytes(windows);
+}
+
+// Waits until this rank may overwrite its area for `round` (see above).
+inline Status claimArea(AlgoContext& ctx, uint64_t round) {
+  return round < 2 ? Status::ok() : ctx.waitForFlags(kArrived, round - 1);
+}
+
+// Whether the direct algorithms apply: every rank of the communicator shares this host's
+// windows.
+inline bool available(const AlgoContext& ctx) {
+  return ctx.windows() != nullptr && ctx.windows()->localSize() == ctx.nranks();
+}
+
+}  // namespace weft::window
