@@ -16,8 +16,10 @@ namespace weft {
 
 class SharedWindows {
  public:
-  // Flag words per rank, each on its own cache line.
+  // Flag words per rank, each at the start of its own cache line; the rest of the line can carry
+  // a small payload, so that a reader's one cache miss brings the flag and the data together.
   static constexpr int kFlags = 8;
+  static constexpr size_t kFlagPayloadBytes = 56;
 
   virtual ~SharedWindows() = default;
   virtual int localSize() const = 0;
@@ -27,6 +29,10 @@ class SharedWindows {
   virtual size_t windowBytes() const = 0;
   virtual char* window(int index) = 0;
   virtual std::atomic<uint64_t>& flag(int index, int which) = 0;
+  // The kFlagPayloadBytes after flag `which` of local rank `index`, in the same cache line.
+  char* flagPayload(int index, int which) {
+    return reinterpret_cast<char*>(&flag(index, which)) + sizeof(uint64_t);
+  }
   // Stores `value` into this rank's flag (release) and wakes every sleeping local rank.
   virtual void publish(int which, uint64_t value) = 0;
 };

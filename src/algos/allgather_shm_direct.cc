@@ -24,7 +24,7 @@ Status allgatherShmDirect(AlgoContext& ctx) {
     const uint64_t round = ctx.nextWindowRound();
     WEFT_TRY(window::claimArea(ctx, round));
     std::memcpy(window::area(shared, me, round), in + offset * typeSize, bytes);
-    WEFT_TRY(ctx.publishAndWait(window::kArrived, round));
+    WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
     for (int index = 0; index < size; ++index) {
       std::memcpy(out + index * blockBytes + offset * typeSize, window::area(shared, index, round),
                   bytes);

@@ -27,7 +27,7 @@ Status allreduceShmDirect(AlgoContext& ctx) {
     const uint64_t round = ctx.nextWindowRound();
     WEFT_TRY(window::claimArea(ctx, round));
     std::memcpy(window::area(shared, me, round), in + offset * typeSize, count * typeSize);
-    WEFT_TRY(ctx.publishAndWait(window::kArrived, round));
+    WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
 
     // This rank's share, reduced in place in its own area (only it reads that part now).
     const ring::Range share = ring::blockOf(count, size, me);

@@ -24,11 +24,11 @@ Status broadcastShmDirect(AlgoContext& ctx) {
     if (isRoot) {
       WEFT_TRY(window::claimArea(ctx, round));
       std::memcpy(window::area(shared, root, round), out + offset * typeSize, bytes);
-      shared.publish(window::kArrived, round);
+      shared.publish(window::arrived(round), round);
     } else {
-      WEFT_TRY(ctx.waitForFlags(window::kArrived, round, root));
+      WEFT_TRY(ctx.waitForFlags(window::arrived(round), round, root));
       std::memcpy(out + offset * typeSize, window::area(shared, root, round), bytes);
-      shared.publish(window::kArrived, round);
+      shared.publish(window::arrived(round), round);
     }
   }
   return Status::ok();

@@ -30,7 +30,7 @@ Status reduceScatterShmDirect(AlgoContext& ctx) {
     for (int block = 0; block < size; ++block) {
       std::memcpy(mine + block * bytes, in + block * blockBytes + offset * typeSize, bytes);
     }
-    WEFT_TRY(ctx.publishAndWait(window::kArrived, round));
+    WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
     char* result = out + offset * typeSize;
     const size_t at = me * bytes;
     if (size == 1) {

@@ -25,7 +25,7 @@ Status reduceShmDirect(AlgoContext& ctx) {
     const uint64_t round = ctx.nextWindowRound();
     WEFT_TRY(window::claimArea(ctx, round));
     std::memcpy(window::area(shared, me, round), in + offset * typeSize, count * typeSize);
-    WEFT_TRY(ctx.publishAndWait(window::kArrived, round));
+    WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
 
     const ring::Range share = ring::blockOf(count, size, me);
     char* mine = window::area(shared, me, round) + share.offset * typeSize;

@@ -1,10 +1,13 @@
 // How the direct algorithms use the shared windows. Each rank's window is split in two halves
 // ("areas") that alternate by round, so that a rank can fill its next area while slower peers
-// still read the previous one. Flag kArrived carries one invariant for every algorithm: a rank
-// publishes kArrived = r only after it has finished reading everything of rounds before r. So
-// before a rank writes its area for round r it waits until every local rank has published
-// kArrived >= r - 1 (they are done with round r - 2, the last user of the same half); in most
-// algorithms that already holds by the time it gets there, and the wait is one pass over flags.
+// still read the previous one. The "arrived" flag alternates the same way (flag arrived(r) is
+// flag r % 2, so each of the two only grows), and its cache line can carry a message of up to
+// kFlagPayloadBytes itself. It carries one invariant for every algorithm: a rank publishes
+// arrived = r only after it has finished reading everything of rounds before r. So before a
+// rank writes its area (or flag payload) for round r it waits until every local rank has
+// published arrived >= r - 1 (they are done with round r - 2, the last user of the same half);
+// in most algorithms that already holds by the time it gets there, and the wait is one pass
+// over flags.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +18,9 @@
 
 namespace weft::window {
 
-constexpr int kArrived = 0;  // data for this round is in the area / done reading older rounds
-constexpr int kReduced = 1;  // this rank's share of the round is reduced, in its area
+// Data for round r is in the area (or flag payload); done reading older rounds.
+inline int arrived(uint64_t round) { return static_cast<int>(round % 2); }
+constexpr int kReduced = 2;  // this rank's share of the round is reduced, in its area
 
 inline size_t areaBytes(const SharedWindows& windows) { return windows.windowBytes() / 2; }
 
@@ -26,7 +30,7 @@ inline char* area(SharedWindows& windows, int index, uint64_t round) {
 
 // Waits until this rank may overwrite its area for `round` (see above).
 inline Status claimArea(AlgoContext& ctx, uint64_t round) {
-  return round < 2 ? Status::ok() : ctx.waitForFlags(kArrived, round - 1);
+  return round < 2 ? Status::ok() : ctx.waitForFlags(arrived(round - 1), round - 1);
 }
 
 // Whether the direct algorithms apply: every rank of the communicator shares this host's

@@ -52,10 +52,12 @@ weftResult_t submit(weftComm* comm, const CollArgs& args, weftRequest_t* request
     return weftSuccess;
   }
   if (comm->failed.load()) return report(comm, commFailure(comm));
-  if (request == nullptr) return report(comm, comm->executor->runBlocking(Op{{args}, nullptr}));
+  if (request == nullptr) return report(comm, comm->executor->runBlocking(Op::call(args)));
   auto completion = std::make_shared<Completion>();
   *request = makeRequest(completion, comm);
-  comm->executor->enqueue(Op{{args}, completion});
+  Op op = Op::call(args);
+  op.completion = std::move(completion);
+  comm->executor->enqueue(std::move(op));
   return weftSuccess;
 }
 
@@ -91,7 +93,7 @@ weftResult_t groupEnd() {
       continue;
     }
     grouped.executor = grouped.comm->executor;
-    grouped.executor->enqueue(Op{std::move(grouped.calls), grouped.completion});
+    grouped.executor->enqueue(Op::grouped(std::move(grouped.calls), grouped.completion));
   }
   for (GroupedCalls& grouped : comms) {
     if (!grouped.someoneBlocks || !grouped.executor) continue;

@@ -52,13 +52,13 @@ void postPointToPoint(weftComm* comm, const CollArgs& args) {
 Status runCalls(weftComm* comm, const Op& op) {
   comm->resources->beginOp();
   size_t pointToPoint = 0;
-  for (const CollArgs& call : op.calls) {
+  for (const CollArgs& call : op.calls()) {
     if (isPointToPoint(call.coll)) {
       postPointToPoint(comm, call);
       ++pointToPoint;
     }
   }
-  for (const CollArgs& call : op.calls) {
+  for (const CollArgs& call : op.calls()) {
     if (!isPointToPoint(call.coll)) WEFT_TRY(runCollective(comm, call));
   }
   if (pointToPoint == 0) return Status::ok();

@@ -2,32 +2,26 @@
 // help run the queue), so this only records the outcome.
 #pragma once
 
-#include <mutex>
+#include <atomic>
 
 #include "core/status.h"
 
 namespace weft {
 
+// Written once by the thread that ran the operation; the result is published by the release
+// store of `done_`, so readers need no lock.
 class Completion {
  public:
   void complete(Status result) {
-    std::lock_guard<std::mutex> lock(mutex_);
     result_ = std::move(result);
-    done_ = true;
+    done_.store(true, std::memory_order_release);
   }
-  bool isDone() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return done_;
-  }
-  // Valid once done.
-  Status result() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return result_;
-  }
+  bool isDone() const { return done_.load(std::memory_order_acquire); }
+  // Valid once isDone().
+  const Status& result() const { return result_; }
 
  private:
-  std::mutex mutex_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};
   Status result_;
 };
 

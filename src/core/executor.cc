@@ -25,9 +25,19 @@ void Executor::runFront(std::unique_lock<std::mutex>& lock) {
 }
 
 Status Executor::runBlocking(Op op) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!running_ && queue_.empty()) {
+    running_ = true;
+    lock.unlock();
+    Status result = run_(op);
+    lock.lock();
+    running_ = false;
+    finished_.notify_all();
+    if (stopping_ || (helpers_ == 0 && !queue_.empty())) workQueued_.notify_one();
+    return result;
+  }
   auto completion = std::make_shared<Completion>();
   op.completion = completion;
-  std::unique_lock<std::mutex> lock(mutex_);
   // Registered as a helper before queueing, so the progress thread is not woken for a call
   // that this thread is about to run itself.
   ++helpers_;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -24,9 +25,27 @@
 
 namespace weft {
 
+// One call, or a group's calls on one communicator. A single call is held inline, so the
+// common case allocates nothing.
 struct Op {
-  std::vector<CollArgs> calls;  // one call, or a group's calls on this communicator
+  CollArgs single;
+  std::vector<CollArgs> group;  // empty for a single call
   std::shared_ptr<Completion> completion;
+
+  static Op call(const CollArgs& args) {
+    Op op;
+    op.single = args;
+    return op;
+  }
+  static Op grouped(std::vector<CollArgs> calls, std::shared_ptr<Completion> completion) {
+    Op op;
+    op.group = std::move(calls);
+    op.completion = std::move(completion);
+    return op;
+  }
+  std::span<const CollArgs> calls() const {
+    return group.empty() ? std::span<const CollArgs>(&single, 1) : std::span<const CollArgs>(group);
+  }
 };
 
 class Executor {
@@ -39,8 +58,8 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void start();
-  // Queues op and waits for its result (running it, and whatever precedes it, on this thread
-  // when nobody else is).
+  // Runs op and returns its result: at once on this thread when nothing is queued or running
+  // (no allocation, no hand-off), else after the operations before it (helping run them).
   Status runBlocking(Op op);
   void enqueue(Op op);
   // Waits until `completion` is done, helping as described above; false if timeoutMs (>= 0)

@@ -113,14 +113,23 @@ Status Fabric::waitAll(Xfer* const* xfers, size_t count) {
 
 // Polling before sleeping saves the wake-up latency when the peer answers within the budget,
 // and wastes a core when it does not (or when ranks outnumber cores and the peer needs this
-// one). So the budget adapts: it doubles after a wait that polling satisfied and halves after one
-// that had to sleep, never below kMinSpin so that a quiet period can still be noticed.
+// one). So the budget adapts: after a wait that ended within the largest budget (polling that
+// long would have caught it) the budget returns to the largest; after a longer one it halves,
+// never below kMinSpin, so that a quiet period can still be noticed.
+void Fabric::WaitLoop::startClock() {
+  if (waited_) return;
+  waited_ = true;
+  started_ = std::chrono::steady_clock::now();
+  deadline_ = Deadline::after(fabric_.timeoutMs_);
+  spinUntil_ = started_ + std::chrono::microseconds(fabric_.spinBudget_);
+}
+
 Status Fabric::WaitLoop::checkStop() {
-  if (!waited_) {
-    waited_ = true;
-    deadline_ = Deadline::after(fabric_.timeoutMs_);
-    spinUntil_ = std::chrono::steady_clock::now() + std::chrono::microseconds(fabric_.spinBudget_);
-  }
+  // Most waits end within a few polls; while polling, the clock is read only every
+  // kPollsPerClock polls, and the deadline is set at the first reading (a wait that ends before
+  // costs no clock at all). After a sleep it is always read.
+  if (polls_ % kPollsPerClock != 0 && !woken_) return Status::ok();
+  startClock();
   if (fabric_.aborted_.load(std::memory_order_acquire)) {
     return Status(weftAborted, "the communicator was aborted");
   }
@@ -128,8 +137,9 @@ Status Fabric::WaitLoop::checkStop() {
   return Status::ok();
 }
 
-bool Fabric::WaitLoop::spinOver() const {
-  return fabric_.spinBudget_ == 0 || std::chrono::steady_clock::now() >= spinUntil_;
+bool Fabric::WaitLoop::spinOver() {
+  if (fabric_.spinBudget_ == 0) return true;  // ranks outnumber cores: yield at once
+  return waited_ && polls_ % kPollsPerClock == 0 && std::chrono::steady_clock::now() >= spinUntil_;
 }
 
 bool Fabric::WaitLoop::prepareSleep() {
@@ -148,13 +158,15 @@ void Fabric::WaitLoop::cancelSleep() {
 }
 
 void Fabric::WaitLoop::sleep() {
-  slept_ = woken_ = true;
+  startClock();
+  woken_ = true;
   epoll_event events[8];
   epoll_wait(fabric_.epollFd_, events, 8, deadline_.remainingMs(1000));
   cancelSleep();
 }
 
 Status Fabric::WaitLoop::progress() {
+  ++polls_;
   Status status = fabric_.progressAll(woken_);
   woken_ = false;
   progressed_ = true;
@@ -163,9 +175,16 @@ Status Fabric::WaitLoop::progress() {
 
 Status Fabric::WaitLoop::finish() {
   constexpr int64_t kMinSpin = 2;
-  if (fabric_.spinMicros_ > 0 && waited_) {
-    fabric_.spinBudget_ = slept_ ? std::max(kMinSpin, fabric_.spinBudget_ / 2)
-                                 : std::min(fabric_.spinMicros_, fabric_.spinBudget_ * 2);
+  // A wait that ended before the clock was first read was short: polling caught it.
+  if (fabric_.spinMicros_ > 0 && !waited_) {
+    fabric_.spinBudget_ = fabric_.spinMicros_;
+  } else if (fabric_.spinMicros_ > 0) {
+    auto waitedFor = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::steady_clock::now() - started_)
+                         .count();
+    fabric_.spinBudget_ = waitedFor <= fabric_.spinMicros_
+                              ? fabric_.spinMicros_
+                              : std::max(kMinSpin, fabric_.spinBudget_ / 2);
   }
   return Status::ok();
 }

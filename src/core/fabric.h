@@ -90,7 +90,7 @@ class Fabric {
     explicit WaitLoop(Fabric& fabric) : fabric_(fabric) {}
     bool progressed() const { return progressed_; }
     Status checkStop();  // weftAborted, or weftTimeout (the caller words the message)
-    bool spinOver() const;
+    bool spinOver();
     bool prepareSleep();  // every transport announced the sleep
     void cancelSleep();
     void sleep();
@@ -98,13 +98,17 @@ class Fabric {
     Status finish();  // adapts the polling budget
 
    private:
+    void startClock();
+
     Fabric& fabric_;
     Deadline deadline_;
+    std::chrono::steady_clock::time_point started_;
     std::chrono::steady_clock::time_point spinUntil_;
     bool progressed_ = false;
     bool waited_ = false;
-    bool slept_ = false;
-    bool woken_ = false;
+    bool woken_ = false;  // slept since the last progress
+    static constexpr unsigned kPollsPerClock = 16;
+    unsigned polls_ = 0;  // the clock is read every kPollsPerClock polls only
   };
 
   Status progressAll(bool woken);

@@ -37,7 +37,9 @@ struct alignas(kCacheLine) SegmentHeader {
 
 struct alignas(kCacheLine) PaddedFlag {
   std::atomic<uint64_t> value;
+  char payload[SharedWindows::kFlagPayloadBytes];
 };
+static_assert(sizeof(PaddedFlag) == kCacheLine);
 
 struct RingControl {
   alignas(kCacheLine) std::atomic<uint64_t> head;  // slots published by the producer

@@ -62,17 +62,19 @@ void ShmTransport::post(Xfer* xfer) {
   if (xfer->kind == Xfer::Kind::kSend) {
     peer->sends.push(state);
     // Writing at once saves a progress round for the common small message.
-    if (pushSends(*peer)) wake(*peer);
+    if (pushSends(*peer)) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      wake(*peer);
+    }
   } else {
     peer->recvs.push(state);
   }
 }
 
+// Pairs with prepareToSleep(): the peer sets `sleeping` and then re-checks its rings and flags;
+// this side publishes, then (after a full fence, which the caller provides) reads `sleeping`.
+// So at least one of them sees the other's write, and no wake-up is lost.
 void ShmTransport::wake(LocalPeer& peer) {
-  // Pairs with prepareToSleep(): the peer sets `sleeping` and then re-checks its rings, this side
-  // publishes and then reads `sleeping` (both sequentially consistent), so at least one of them
-  // sees the other's write and no wake-up is lost.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (peer.view.header().sleeping.load(std::memory_order_seq_cst) != 0) {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t ignored = write(peer.wakeFd, &one, sizeof(one));
@@ -269,7 +271,10 @@ Status ShmTransport::progress(bool woken) {
       continue;
     }
     // The peer may sleep waiting for ring space, a read to finish, or this message.
-    if (published || consumed) wake(peer);
+    if (published || consumed) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      wake(peer);
+    }
   }
   return failure;
 }
@@ -304,6 +309,7 @@ void ShmTransport::finishSleep() {
 }
 
 void ShmTransport::publish(int which, uint64_t value) {
+  // A sequentially consistent store is a full fence on its own (see wake()).
   locals_[myIndex_].view.flag(which).value.store(value, std::memory_order_seq_cst);
   for (LocalPeer& peer : locals_) {
     if (peer.index != myIndex_ && !peer.dead) wake(peer);
