@@ -18,14 +18,15 @@ bool hasRoot(CollType coll) {
 }
 }  // namespace
 
+// Messages are built only on failure: this runs on every call.
 Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, CollArgs* out) {
-  const std::string name(fn);
+  const auto name = [fn] { return std::string(fn); };
   if (!reduce::isValidType(call.type)) {
-    return invalidArgument(name + ": datatype " + std::to_string(call.type) +
+    return invalidArgument(name() + ": datatype " + std::to_string(call.type) +
                            " is not a weftDataType_t");
   }
   if (hasReduction(call.coll) && !reduce::isValidOp(call.op)) {
-    return invalidArgument(name + ": op " + std::to_string(call.op) + " is not a weftRedOp_t");
+    return invalidArgument(name() + ": op " + std::to_string(call.op) + " is not a weftRedOp_t");
   }
   CollArgs args;
   args.coll = call.coll;
@@ -37,7 +38,7 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
   args.root = call.root;
   const bool rooted = hasRoot(args.coll);
   if ((rooted || isPointToPoint(args.coll)) && (args.root < 0 || args.root >= comm.nranks)) {
-    return invalidArgument(name + ": " + (rooted ? "root " : "peer ") +
+    return invalidArgument(name() + ": " + (rooted ? "root " : "peer ") +
                            std::to_string(args.root) + " is out of range [0, " +
                            std::to_string(comm.nranks) + ")");
   }
@@ -45,7 +46,7 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
   const size_t ranks = static_cast<size_t>(comm.nranks);
   // Checked against count * nranks elements, the largest buffer any collective implies.
   if (args.count > SIZE_MAX / typeSize / ranks) {
-    return invalidArgument(name + ": count " + std::to_string(args.count) +
+    return invalidArgument(name() + ": count " + std::to_string(args.count) +
                            " overflows the addressable size");
   }
   if (args.count == 0 || args.coll == CollType::kBarrier) {
@@ -65,9 +66,12 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
     case CollType::kRecv: needSend = false; break;
     default: break;
   }
-  const std::string counted = " is NULL but count is " + std::to_string(args.count);
-  if (needSend && args.send == nullptr) return invalidArgument(name + ": sendbuff" + counted);
-  if (needRecv && args.recv == nullptr) return invalidArgument(name + ": recvbuff" + counted);
+  auto missing = [&](const char* buffer) {
+    return invalidArgument(std::string(fn) + ": " + buffer + " is NULL but count is " +
+                           std::to_string(args.count));
+  };
+  if (needSend && args.send == nullptr) return missing("sendbuff");
+  if (needRecv && args.recv == nullptr) return missing("recvbuff");
   *out = args;
   return Status::ok();
 }

@@ -10,38 +10,57 @@ Executor::~Executor() { stop(); }
 
 void Executor::start() { thread_ = std::thread([this] { serve(); }); }
 
-void Executor::runFront(std::unique_lock<std::mutex>& lock) {
+bool Executor::tryRunFront(std::unique_lock<std::mutex>& lock) {
+  bool idle = false;
+  if (queue_.empty() || !running_.compare_exchange_strong(idle, true)) return false;
   Op op = std::move(queue_.front());
   queue_.pop_front();
-  running_ = true;
+  queued_.store(queue_.size());
   lock.unlock();
   Status result = run_(op);
   if (op.completion) op.completion->complete(std::move(result));
+  running_.store(false);
   lock.lock();
-  running_ = false;
   finished_.notify_all();
   // The progress thread may be waiting for this operation to end, to stop or to take the next.
+  if (stopping_ || (helpers_ == 0 && !queue_.empty())) workQueued_.notify_one();
+  return true;
+}
+
+template <typename Predicate>
+void Executor::waitFinished(std::unique_lock<std::mutex>& lock, Predicate done) {
+  // Counted before the condition is checked: a lock-free runner that clears running_ and then
+  // finds no waiter counted knows the waiter's check comes later and will see the cleared flag.
+  finishWaiters_.fetch_add(1);
+  finished_.wait(lock, done);
+  finishWaiters_.fetch_sub(1);
+}
+
+void Executor::notifyFinished() {
+  if (finishWaiters_.load() == 0 && queued_.load() == 0 && !stopping_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  finished_.notify_all();
   if (stopping_ || (helpers_ == 0 && !queue_.empty())) workQueued_.notify_one();
 }
 
 Status Executor::runBlocking(Op op) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!running_ && queue_.empty()) {
-    running_ = true;
-    lock.unlock();
+  // The common case: nothing queued or running. Claimed by compare-and-swap, run on this
+  // thread, no lock and no allocation.
+  bool idle = false;
+  if (queued_.load() == 0 && running_.compare_exchange_strong(idle, true)) {
     Status result = run_(op);
-    lock.lock();
-    running_ = false;
-    finished_.notify_all();
-    if (stopping_ || (helpers_ == 0 && !queue_.empty())) workQueued_.notify_one();
+    running_.store(false);
+    notifyFinished();
     return result;
   }
   auto completion = std::make_shared<Completion>();
   op.completion = completion;
+  std::unique_lock<std::mutex> lock(mutex_);
   // Registered as a helper before queueing, so the progress thread is not woken for a call
   // that this thread is about to run itself.
   ++helpers_;
   queue_.push_back(std::move(op));
+  queued_.store(queue_.size());
   helpUntil(lock, *completion, Clock::time_point::max());
   return completion->result();
 }
@@ -49,6 +68,7 @@ Status Executor::runBlocking(Op op) {
 void Executor::enqueue(Op op) {
   std::lock_guard<std::mutex> lock(mutex_);
   queue_.push_back(std::move(op));
+  queued_.store(queue_.size());
   if (helpers_ == 0) workQueued_.notify_one();
 }
 
@@ -64,18 +84,18 @@ bool Executor::helpUntil(std::unique_lock<std::mutex>& lock, Completion& complet
                          Clock::time_point deadline) {
   bool done;
   while (!(done = completion.isDone())) {
-    if (!running_ && !queue_.empty()) {
-      runFront(lock);
-      continue;
-    }
+    if (tryRunFront(lock)) continue;
     if (Clock::now() >= deadline) break;
     // Another thread runs an operation (or the call is another thread's group still being
     // issued): wait for it to end.
+    finishWaiters_.fetch_add(1);
+    auto ended = [&] { return completion.isDone() || (!running_.load() && !queue_.empty()); };
     if (deadline == Clock::time_point::max()) {
-      finished_.wait(lock);
+      finished_.wait(lock, ended);
     } else {
-      finished_.wait_until(lock, deadline);
+      finished_.wait_until(lock, deadline, ended);
     }
+    finishWaiters_.fetch_sub(1);
   }
   if (--helpers_ == 0 && !queue_.empty()) workQueued_.notify_one();
   return done;
@@ -84,21 +104,19 @@ bool Executor::helpUntil(std::unique_lock<std::mutex>& lock, Completion& complet
 void Executor::serve() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    auto mayRun = [&] { return !running_ && helpers_ == 0 && !queue_.empty(); };
-    auto finished = [&] { return stopping_ && !running_ && queue_.empty(); };
+    auto mayRun = [&] { return !running_.load() && helpers_ == 0 && !queue_.empty(); };
+    auto finished = [&] { return stopping_ && !running_.load() && queue_.empty(); };
     workQueued_.wait(lock, [&] { return mayRun() || finished(); });
     if (finished()) return;
-    runFront(lock);
+    tryRunFront(lock);
   }
 }
 
 void Executor::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (running_ || !queue_.empty()) {
-    if (!running_) {
-      runFront(lock);
-    } else {
-      finished_.wait(lock);
+  while (running_.load() || !queue_.empty()) {
+    if (!tryRunFront(lock)) {
+      waitFinished(lock, [&] { return !running_.load(); });
     }
   }
 }
@@ -108,6 +126,7 @@ void Executor::cancelQueued(const Status& why) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     cancelled.swap(queue_);
+    queued_.store(0);
   }
   for (Op& op : cancelled) {
     if (op.completion) op.completion->complete(why);

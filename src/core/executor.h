@@ -9,6 +9,7 @@
 // variables; nothing here polls.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -79,17 +80,29 @@ class Executor {
   // The helping loop of waitFor(); the caller has counted itself in helpers_.
   bool helpUntil(std::unique_lock<std::mutex>& lock, Completion& completion,
                  Clock::time_point deadline);
-  // Pops and runs the front operation; called with the lock held, returns with it held.
-  void runFront(std::unique_lock<std::mutex>& lock);
+  // Claims the right to run and runs the front operation; called with the lock held, returns
+  // with it held. False when another thread holds that right.
+  bool tryRunFront(std::unique_lock<std::mutex>& lock);
+  // After running without the lock: wakes whoever waits for the end of that operation or for
+  // the queue.
+  void notifyFinished();
+  // Waits on finished_ (counted in finishWaiters_, see notifyFinished()).
+  template <typename Predicate>
+  void waitFinished(std::unique_lock<std::mutex>& lock, Predicate done);
 
   RunFn run_;
   std::mutex mutex_;
   std::condition_variable workQueued_;  // the progress thread waits for work (or stop)
   std::condition_variable finished_;    // helpers and drain() wait for an operation to end
   std::deque<Op> queue_;
-  bool running_ = false;  // an operation is executing (on any thread)
-  int helpers_ = 0;       // threads inside waitFor(): the progress thread stands aside
-  bool stopping_ = false;
+  // Who runs is decided by compare-and-swap on running_, so that a blocking call on an idle
+  // communicator takes no lock at all; the queue itself is guarded by mutex_, and queued_
+  // mirrors its size for that lock-free check.
+  std::atomic<bool> running_{false};
+  std::atomic<size_t> queued_{0};
+  std::atomic<int> finishWaiters_{0};  // threads waiting on finished_
+  int helpers_ = 0;  // threads inside waitFor(): the progress thread stands aside
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 
