@@ -1,10 +1,43 @@
 // The correctness matrix as a program: run it under weftrun (or torchrun, mpirun) to check
 // every collective across real processes. Exits non-zero on any mismatch or error.
+//
+//   weft_coll_check                 the whole matrix
+//   weft_coll_check --random N [SEED] [MAX_COUNT]
+//                                   N random calls (the same on every rank), each verified
+// WEFT_TEST_UNDUMPABLE=1 makes the process refuse to be read by its peers (PR_SET_DUMPABLE),
+// which forces the shm transport's fallback from single-copy reads to copies through shared
+// memory.
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "multirank/coll_matrix.h"
 
-int main() {
+namespace {
+
+// Makes this process unreadable by its peers' process_vm_readv: not dumpable, and (for root,
+// which could read it anyway) without CAP_SYS_PTRACE.
+void refuseCrossMemoryReads() {
+  prctl(PR_SET_DUMPABLE, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return;
+  data[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+  data[CAP_SYS_PTRACE / 32].permitted &= ~(1u << (CAP_SYS_PTRACE % 32));
+  syscall(SYS_capset, &header, data);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const char* undumpable = std::getenv("WEFT_TEST_UNDUMPABLE"); undumpable && *undumpable == '1') {
+    refuseCrossMemoryReads();
+  }
   weftComm_t comm = nullptr;
   if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
     std::fprintf(stderr, "init failed: %s\n", weftGetLastError(nullptr));
@@ -12,7 +45,16 @@ int main() {
   }
   int rank = 0;
   weftCommUserRank(comm, &rank);
-  weft::test::MatrixResult result = weft::test::runMatrix(comm, weft::test::MatrixOptions{});
+  weft::test::MatrixResult result;
+  if (argc > 2 && std::strcmp(argv[1], "--random") == 0) {
+    int iterations = std::atoi(argv[2]);
+    uint64_t seed = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1;
+    size_t maxCount = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 4096;
+    result = weft::test::runRandomCalls(comm, weft::test::MatrixOptions{}, seed, iterations,
+                                        maxCount);
+  } else {
+    result = weft::test::runMatrix(comm, weft::test::MatrixOptions{});
+  }
   for (const auto& message : result.messages) std::fprintf(stderr, "%s\n", message.c_str());
   // Every rank's verdict counts: sum the failures so each rank exits with the same status.
   long long failures = result.failures;

@@ -1,6 +1,8 @@
 #include "multirank/coll_matrix.h"
 
 #include <cstring>
+#include <iterator>
+#include <random>
 #include <functional>
 #include <sstream>
 
@@ -56,6 +58,24 @@ class Runner {
           }
         }
       }
+    }
+    return result_;
+  }
+
+  // `iterations` calls drawn from a generator seeded alike on every rank, so all ranks make the
+  // same calls: collective, datatype, op, root, in place or not, and a count up to maxCount.
+  MatrixResult runRandom(uint64_t seed, int iterations, size_t maxCount) {
+    std::mt19937_64 draw(seed);
+    const std::vector<Coll> colls = options_.colls.empty() ? allColls() : options_.colls;
+    for (int i = 0; i < iterations; ++i) {
+      Coll coll = colls[draw() % colls.size()];
+      auto type = static_cast<weftDataType_t>(draw() % std::size(kAllTypes));
+      auto op = kAllOps[draw() % std::size(kAllOps)];
+      size_t count = draw() % (maxCount + 1);
+      bool inPlace = draw() % 2 == 1;
+      int root = static_cast<int>(draw() % static_cast<uint64_t>(nranks_));
+      if (!isReduction(coll)) op = weftSum;
+      if (!runCase(Case{coll, type, op, count, inPlace, root})) break;
     }
     return result_;
   }
@@ -273,6 +293,11 @@ std::vector<size_t> sizeClasses(int nranks) {
 
 MatrixResult runMatrix(weftComm_t comm, const MatrixOptions& options) {
   return Runner(comm, options).run();
+}
+
+MatrixResult runRandomCalls(weftComm_t comm, const MatrixOptions& options, uint64_t seed,
+                            int iterations, size_t maxCount) {
+  return Runner(comm, options).runRandom(seed, iterations, maxCount);
 }
 
 }  // namespace weft::test

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,8 @@ struct MatrixResult {
 
 // Runs the matrix on comm (collectively: every rank must call it with equal options).
 MatrixResult runMatrix(weftComm_t comm, const MatrixOptions& options);
+// Random calls, the same on every rank (same seed): for soak and fault-injection runs.
+MatrixResult runRandomCalls(weftComm_t comm, const MatrixOptions& options, uint64_t seed,
+                            int iterations, size_t maxCount);
 
 }  // namespace weft::test

@@ -24,6 +24,10 @@ TEST_CASE("on one host with shared memory the direct algorithms are chosen", "[t
   CHECK(choosePlan(args(CollType::kAllReduce, 2), oneHost(4), none, 4096).algo == AlgoId::kShmFlat);
   CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), oneHost(4), none, 4096).algo ==
         AlgoId::kShmDirect);
+  CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), oneHost(2), none, 4096).algo ==
+        AlgoId::kRing);
+  CHECK(choosePlan(args(CollType::kAllReduce, 16384), oneHost(2), none, 4096).algo ==
+        AlgoId::kShmDirect);
   CHECK(choosePlan(args(CollType::kBroadcast, 16), oneHost(4), none, 4096).algo ==
         AlgoId::kShmDirect);
   CHECK(choosePlan(args(CollType::kAlltoAll, 16), oneHost(4), none, 4096).algo ==
