@@ -2,6 +2,7 @@
 """Merges the logs of perf/compare.sh into markdown tables (and a PNG plot when matplotlib is
 installed): time and busbw per size for weft, Open MPI and gloo, and weft's busbw ratios."""
 import pathlib
+import re
 import sys
 
 
@@ -66,13 +67,15 @@ def ratio(a, b, size):
 
 def main():
     out = pathlib.Path(sys.argv[1])
-    nps = [int(n) for n in sys.argv[2:]]
+    mode = sys.argv[2]
+    nps = [int(n) for n in sys.argv[3:]]
+    transport = "shared memory" if mode == "shm" else "tcp"
     plots = []
     for np in nps:
         weft = load(out, "weft", np, read_weft)
         ompi = load(out, "ompi", np, read_simple)
         gloo = load(out, "gloo", np, read_simple)
-        print(f"\n### {np} ranks, float32 sum\n")
+        print(f"\n### {np} ranks, float32 sum, {transport}\n")
         print("| size | weft us | weft busbw | Open MPI us | Open MPI busbw | gloo us | gloo busbw "
               "| weft/MPI busbw | weft/gloo busbw |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -83,8 +86,8 @@ def main():
                   f"| {ratio(weft, ompi, size)} | {ratio(weft, gloo, size)} |")
         peaks = []
         for rss in out.glob(f"weft_np{np}.rss.*.txt"):
-            peaks += [int(line.split()[1]) for line in rss.read_text().splitlines()
-                      if line.startswith("maxrss_kib")]
+            # Ranks share one stderr, so their lines can interleave; take every number.
+            peaks += [int(n) for n in re.findall(r"\b(\d+)\b", rss.read_text())]
         if peaks:
             print(f"\nPeak resident memory of a weft rank in the large sweeps: "
                   f"{max(peaks) / 1024:.0f} MiB (highest of {len(peaks)} rank runs)")
@@ -97,19 +100,20 @@ def main():
         return
     figure, axes = plt.subplots(1, len(plots), figsize=(6 * len(plots), 4.5), squeeze=False)
     for axis, (np, weft, ompi, gloo) in zip(axes[0], plots):
-        for label, rows in (("weft (tcp)", weft), ("Open MPI (tcp)", ompi), ("gloo", gloo)):
+        mpi = "Open MPI (vader)" if mode == "shm" else "Open MPI (tcp)"
+        for label, rows in ((f"weft ({mode})", weft), (mpi, ompi), ("gloo", gloo)):
             if rows:
                 sizes = sorted(rows)
                 axis.plot(sizes, [rows[s][1] for s in sizes], marker="o", markersize=3, label=label)
         axis.set_xscale("log", base=2)
         axis.set_xlabel("bytes")
         axis.set_ylabel("busbw (GB/s)")
-        axis.set_title(f"all-reduce float32 sum, {np} ranks")
+        axis.set_title(f"all-reduce float32 sum, {np} ranks, {transport}")
         axis.grid(True, alpha=0.3)
         axis.legend()
     figure.tight_layout()
-    figure.savefig(out / "compare.png", dpi=110)
-    print(f"\nPlot: {out / 'compare.png'}")
+    figure.savefig(out / f"compare_{mode}.png", dpi=110)
+    print(f"\nPlot: {out / f'compare_{mode}.png'}")
 
 
 if __name__ == "__main__":

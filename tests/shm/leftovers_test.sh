@@ -47,10 +47,16 @@ for ((trial = 1; trial <= trials; ++trial)); do
   launcher=$!
   # From the middle of init (a few ms) to well into the run.
   sleep "0.$((RANDOM % 9))$((RANDOM % 10))"
-  mapfile -t pids < <(descendants "$launcher")
+  # weftrun may not have started every rank yet after a short sleep; wait (briefly) until it has.
+  for ((poll = 0; poll < 500; ++poll)); do
+    mapfile -t pids < <(descendants "$launcher")
+    ((${#pids[@]} >= ranks)) || ! kill -0 "$launcher" 2>/dev/null && break
+    sleep 0.01
+  done
   if ((${#pids[@]} == 0)); then
+    kill -9 "$launcher" 2>/dev/null || true
     wait "$launcher" || true
-    fail "trial $trial: the job ended before the kill"
+    fail "trial $trial: no rank to kill: $(tail -3 "$log")"
     rm -f "$log"
     continue
   fi
