@@ -21,13 +21,16 @@ int usableCores() {
   return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-// Polling before sleeping saves the wake-up latency, but only pays when every rank of this host
-// has a core to itself; oversubscribed ranks must yield the core at once.
-int64_t chooseSpinMicros(const weftComm& comm) {
-  if (comm.config.spinMicros >= 0) return comm.config.spinMicros;
+// Polling before sleeping saves the wake-up latency (an eventfd wake costs ~10 us here, more
+// than a small all-reduce). When ranks outnumber cores a plain poll would burn the time slice
+// the awaited peer needs, so there each poll yields the core first: the peer runs at once, and
+// the wait still ends in a sleep after the budget (4 ranks on 2 cores: 8-byte all-reduce
+// 17 us sleeping at once, 4.5 us yielding; see docs/PERFORMANCE.md).
+void choosePolling(weftComm& comm) {
   int local = 0;
   for (const PeerInfo& peer : comm.peers) local += peer.hostId == comm.peers[comm.rank].hostId;
-  return local <= usableCores() ? 50 : 0;
+  int64_t micros = comm.config.spinMicros >= 0 ? comm.config.spinMicros : 50;
+  comm.fabric->setPolling(micros, local > usableCores());
 }
 
 Status exchangeDescriptions(weftComm* comm, PeerInfo self, const bootstrap::UniqueIdContents& id,
@@ -116,7 +119,7 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   comm->fabric = std::make_unique<Fabric>(rank, nranks, names);
   WEFT_TRY(comm->fabric->init());
   comm->fabric->setTimeoutMs(config.timeoutMs);
-  comm->fabric->setSpinMicros(chooseSpinMicros(*comm));
+  choosePolling(*comm);
   if (nranks > 1) {
     std::vector<int> shmPeers, tcpPeers;
     WEFT_TRY(routePeers(*comm, &shmPeers, &tcpPeers));

@@ -23,7 +23,8 @@ constexpr Variable kVariables[] = {
     {"WEFT_SLICE_BYTES", "524288",
      "Pipelining unit of the ring and chain algorithms for large messages, in bytes."},
     {"WEFT_SPIN_US", "-1",
-     "Microseconds a wait polls before it blocks; -1 chooses (spin when ranks <= cores)."},
+     "Microseconds a wait polls before it blocks (-1: 50). Where a host's ranks outnumber its "
+     "cores each poll yields the core first."},
     {"WEFT_TIMEOUT", "300", "Seconds any internal wait may take before the call fails."},
     {"WEFT_TRANSPORT", "",
      "Force one transport for every peer: tcp, or shm (every rank on one host). Default: shm "

@@ -1,5 +1,6 @@
 #include "core/fabric.h"
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -138,7 +139,8 @@ Status Fabric::WaitLoop::checkStop() {
 }
 
 bool Fabric::WaitLoop::spinOver() {
-  if (fabric_.spinBudget_ == 0) return true;  // ranks outnumber cores: yield at once
+  if (fabric_.spinBudget_ == 0) return true;
+  if (fabric_.yieldWhilePolling_) sched_yield();
   return waited_ && polls_ % kPollsPerClock == 0 && std::chrono::steady_clock::now() >= spinUntil_;
 }
 

@@ -68,7 +68,13 @@ class Fabric {
   SharedWindows* windows() const { return windows_; }
 
   void setTimeoutMs(int64_t timeoutMs) { timeoutMs_ = timeoutMs; }
-  void setSpinMicros(int64_t micros) { spinMicros_ = spinBudget_ = micros; }
+  // How long a wait polls before it sleeps. With `yieldWhilePolling` every poll gives the core
+  // away first (sched_yield), which is how oversubscribed ranks poll without starving the peer
+  // they wait for.
+  void setPolling(int64_t micros, bool yieldWhilePolling) {
+    spinMicros_ = spinBudget_ = micros;
+    yieldWhilePolling_ = yieldWhilePolling;
+  }
   // The operation named in timeout messages: "allreduce #12 (ring)". Static strings only.
   void setCurrentOp(const char* name, uint64_t seq, const char* algorithm) {
     opName_ = name;
@@ -132,6 +138,7 @@ class Fabric {
   int64_t timeoutMs_ = 300000;
   int64_t spinMicros_ = 0;   // the most a wait may poll before sleeping
   int64_t spinBudget_ = 0;   // what the next wait polls: adapts between kMinSpin and spinMicros_
+  bool yieldWhilePolling_ = false;
   const char* opName_ = "an operation";
   uint64_t opSeq_ = 0;
   const char* opAlgorithm_ = "";
