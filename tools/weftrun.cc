@@ -29,14 +29,15 @@ Options:
   -x NAME[=VALUE]     export NAME to the ranks, with VALUE or weftrun's own value (repeatable)
   --timeout SECONDS   end the job if it runs longer than this; weftrun then exits 124
   --grace SECONDS     time between SIGTERM and SIGKILL when ending ranks (default 3)
+  --keep-going        when a rank fails, let the others run on (to see how they handle it)
   -h, --help          show this help and exit
   --version           show the version and exit
 
 Each rank gets WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK, WEFT_LOCAL_NRANKS and WEFT_ROOT_ADDR,
 plus WEFT_SECRET and WEFT_SOCKET_IFNAME=lo unless those are already set. Each rank runs in its
 own process group; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to all.
-When a rank fails, the others are ended and weftrun exits with the failing rank's status
-(128+N if it was killed by signal N); 127 if the program cannot be found.
+When a rank fails, the others are ended (unless --keep-going) and weftrun exits with the first
+failing rank's status (128+N if it was killed by signal N); 127 if the program cannot be found.
 )";
 
 // Upper bound for --timeout and --grace: a year, far beyond any job, and small enough that
@@ -106,6 +107,8 @@ int ParseArguments(int argc, char** argv, weftrun::LaunchOptions* options) {
     }
     if (name == "--tag-output" && !value) {
       options->tag_output = true;
+    } else if (name == "--keep-going" && !value) {
+      options->keep_going = true;
     } else if (name == "-n" || name == "-np" || name == "--np") {
       if (!take_value()) return UsageError(std::string(name) + " needs a number of ranks");
       if (!ParseRankCount(*value, &options->nranks)) {

@@ -90,6 +90,16 @@ class Transport {
   // Memory all ranks of this host can read and write, for the direct algorithms; nullptr when
   // the transport has none.
   virtual SharedWindows* windows() { return nullptr; }
+  // Where a failure started, as far as this transport can tell: first it reads the failure
+  // notices peers have already sent, then returns the culprit the first notice named (or the
+  // notifier, after a timeout or an abort there), else the first peer whose connection broke.
+  // -1 when none. A broken connection alone is weaker evidence: a peer that exits after its own
+  // failure breaks connections too, but it sends notices first.
+  virtual int findCulprit() = 0;
+  // This rank's communicator has failed (culprit as above; -1 for a timeout or an abort). Tells
+  // every peer still connected, without blocking and as far as the connection allows, so that
+  // ranks that were not talking to the culprit fail at once, and name it rather than this rank.
+  virtual void announceFailure(int culprit) = 0;
   // graceful: tell peers this rank is leaving on purpose (so they do not report it as dead).
   virtual void close(bool graceful) = 0;
 };

@@ -101,13 +101,14 @@ typedef struct weftConfig_v1 {
   const char* transport; /* force one transport, e.g. "tcp" (WEFT_TRANSPORT) */
   const char* hostId;    /* override the host identity (WEFT_HOSTID) */
   const char* commName;  /* a label printed in log lines and error messages */
+  int checkMode;         /* 1: ranks compare each collective's arguments first (WEFT_CHECK) */
 } weftConfig_t;
 
 #define WEFT_CONFIG_INITIALIZER                                                      \
   {                                                                                  \
     sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE,                       \
         WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_PTR,          \
-        WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_PTR                                  \
+        WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_INT           \
   }
 
 /* ---- Version, errors ---------------------------------------------------------------------- */

@@ -3,6 +3,7 @@
 // then runs its collectives in issue order, then waits for the transfers.
 #include "algos/algo_context.h"
 #include "algos/algorithms.h"
+#include "core/call_check.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "reduce/reduce.h"
@@ -70,6 +71,14 @@ Status runCalls(weftComm* comm, const Op& op) {
 
 Status executeOp(weftComm* comm, const Op& op) {
   if (comm->failed.load()) return commFailure(comm);
+  if (comm->config.checkMode) {
+    bool mismatch = false;
+    Status checked = checkCallsMatch(comm, op, &mismatch);
+    if (!checked.isOk()) {
+      if (!mismatch) markFailed(comm, checked);
+      return checked;
+    }
+  }
   Status result = runCalls(comm, op);
   // Any failure during execution leaves connections in an unknown state (half-sent messages),
   // so the communicator is failed for good; argument errors never get this far.

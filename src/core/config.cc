@@ -43,6 +43,13 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
     if (WEFT_HAS_FIELD(config, transport) && config->transport) out->transport = config->transport;
     if (WEFT_HAS_FIELD(config, hostId) && config->hostId) out->hostId = config->hostId;
     if (WEFT_HAS_FIELD(config, commName) && config->commName) out->commName = config->commName;
+    if (WEFT_HAS_FIELD(config, checkMode) && config->checkMode != WEFT_CONFIG_UNDEF_INT) {
+      if (config->checkMode != 0 && config->checkMode != 1) {
+        return invalidArgument("config.checkMode must be 0 or 1, got " +
+                               std::to_string(config->checkMode));
+      }
+      out->checkMode = config->checkMode == 1;
+    }
   }
 
   if (env::isSet("WEFT_TIMEOUT")) {
@@ -60,6 +67,11 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
     return invalidArgument("transport '" + out->transport + "' is not available (known: tcp, shm)");
   }
   if (auto hostId = env::get("WEFT_HOSTID")) out->hostId = *hostId;
+  if (env::isSet("WEFT_CHECK")) {
+    int64_t check = env::getInt("WEFT_CHECK");
+    if (check != 0 && check != 1) return invalidArgument("WEFT_CHECK must be 0 or 1");
+    out->checkMode = check == 1;
+  }
   out->spinMicros = env::getInt("WEFT_SPIN_US");
   int64_t sliceBytes = env::getInt("WEFT_SLICE_BYTES");
   if (sliceBytes < 64 || sliceBytes > (1 << 30)) {

@@ -19,6 +19,10 @@ constexpr Variable kVariables[] = {
     // Communicator behaviour.
     {"WEFT_ALGO", "",
      "Force algorithms, e.g. 'ring' or 'allreduce=ring,broadcast=chain' (names: docs/ALGORITHMS.md)."},
+    {"WEFT_CHECK", "0",
+     "1: before each collective the ranks compare its arguments (collective, count, datatype, "
+     "op, root) and a mismatch fails the call on every rank with weftInvalidUsage instead of "
+     "hanging. Costs one small exchange per call."},
     {"WEFT_HOSTID", "", "Override the host identity (ranks with equal ids form a node)."},
     {"WEFT_SLICE_BYTES", "524288",
      "Pipelining unit of the ring and chain algorithms for large messages, in bytes."},

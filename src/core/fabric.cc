@@ -91,7 +91,19 @@ Status Fabric::progressAll(bool woken) {
 }
 
 Status Fabric::fail(Status why) {
-  if (failure_.isOk()) failure_ = std::move(why);
+  if (!failure_.isOk()) return failure_;
+  int culprit = -1;
+  for (auto& transport : transports_) {
+    int found = transport->findCulprit();
+    if (culprit < 0) culprit = found;
+  }
+  // The wait may have tripped over a rank that merely left after failing itself; name the origin.
+  if (culprit >= 0 && culprit != rank_ &&
+      why.message().find(peerNames_[culprit]) == std::string::npos) {
+    why = Status(why.code(), why.message() + " (the failure started at " + peerNames_[culprit] + ")");
+  }
+  failure_ = std::move(why);
+  for (auto& transport : transports_) transport->announceFailure(culprit);
   return failure_;
 }
 

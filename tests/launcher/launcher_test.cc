@@ -331,6 +331,22 @@ TEST_CASE("a failing rank ends the job with its status", "[launcher]") {
   }
 }
 
+TEST_CASE("with --keep-going the others run on after a rank fails", "[launcher]") {
+  TempDir dir;
+  // Rank 0 fails at once; rank 1 waits for that, then finishes its work and exits 0.
+  RunResult run = RunWeftrun(
+      {"--keep-going", "-n", "2", "sh", "-c",
+       "cd " + dir.path() + "; if [ $WEFT_RANK = 0 ]; then touch failed; exit 5; fi; " +
+           AwaitFile("failed") + "sleep 0.3; touch finished"});
+  CHECK(run.status == 5);
+  CHECK_FALSE(run.hung);
+  CHECK(std::filesystem::exists(dir.File("finished")));
+  std::vector<std::string> lines = Lines(run.err);
+  REQUIRE(!lines.empty());
+  CHECK_THAT(lines[0], Catch::StartsWith("weftrun: rank 0 (pid ") &&
+                           Catch::EndsWith(") exited with status 5"));
+}
+
 TEST_CASE("ranks that ignore SIGTERM are killed after the grace period", "[launcher]") {
   TempDir dir;
   // Rank 1 fails only after rank 0 ignores SIGTERM, so that rank 0 must be killed.

@@ -17,6 +17,8 @@ struct LaunchOptions {
   std::vector<std::string> exports;
   // End the whole job after this many seconds (exit 124); unset means no limit.
   std::optional<double> timeout_s;
+  // When a rank fails, leave the others running (the job still fails with its status).
+  bool keep_going = false;
   // Time between SIGTERM and SIGKILL when ending ranks.
   double grace_s = 3.0;
   // The program and its arguments, run once per rank.

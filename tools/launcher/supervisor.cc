@@ -217,7 +217,7 @@ void Supervisor::OnRankExit(int rank, const ExitInfo& info) {
   if (phase_ == Phase::kRunning) {
     Report("weftrun: rank %d (pid %d) %s\n", rank, static_cast<int>(state.pid), what.c_str());
     SetCause(info.ShellStatus());
-    BeginEnding(SIGTERM);
+    if (!options_.keep_going) BeginEnding(SIGTERM);
   } else if (listed_ended_ < kMaxListedEndedRanks) {
     Report("weftrun: rank %d (pid %d) %s (ended by weftrun)\n", rank, static_cast<int>(state.pid),
            what.c_str());

@@ -74,6 +74,8 @@ class ShmTransport final : public Transport, public SharedWindows {
   bool prepareToSleep() override;
   void finishSleep() override;
   SharedWindows* windows() override { return this; }
+  int findCulprit() override;
+  void announceFailure(int culprit) override;
   void close(bool graceful) override;
 
   // SharedWindows.
@@ -99,7 +101,8 @@ class ShmTransport final : public Transport, public SharedWindows {
   Status pullRecvs(LocalPeer& peer, bool* consumed);
   bool retireReads(LocalPeer& peer);
   bool hasWork(LocalPeer& peer);
-  Status failPeer(LocalPeer& peer, const Status& why);
+  // notice: the peer's failure notice named `culprit` (-1: none) as the origin.
+  Status failPeer(LocalPeer& peer, const Status& why, bool notice = false, int culprit = -1);
   Status collectEvents();
   void wake(LocalPeer& peer);
   LocalPeer* peerOf(int rank) { return byRank_[rank]; }
@@ -115,6 +118,8 @@ class ShmTransport final : public Transport, public SharedWindows {
   std::vector<std::string> peerNames_;
   uint64_t probeValue_ = 0;  // read by peers to test process_vm_readv
   Status pendingFailure_;
+  int noticedCulprit_ = -1;  // see Transport::findCulprit()
+  int brokenPeer_ = -1;
 };
 
 }  // namespace weft::shm

@@ -196,9 +196,15 @@ Status ShmTransport::pullRecvs(LocalPeer& peer, bool* consumed) {
   return Status::ok();
 }
 
-Status ShmTransport::failPeer(LocalPeer& peer, const Status& why) {
-  Status failure(why.code() == weftSuccess ? weftRemoteError : why.code(),
-                 "shm with " + peerNames_[peer.rank] + ": " + why.message());
+Status ShmTransport::failPeer(LocalPeer& peer, const Status& why, bool notice, int culprit) {
+  const bool named = notice && culprit >= 0 && culprit != peer.rank &&
+                     culprit < static_cast<int>(peerNames_.size());
+  std::string message = "shm with " + peerNames_[peer.rank] + ": " +
+                        (named ? "it stopped after a failure caused by " + peerNames_[culprit]
+                               : why.message());
+  Status failure(why.code() == weftSuccess ? weftRemoteError : why.code(), message);
+  if (notice && noticedCulprit_ < 0) noticedCulprit_ = named ? culprit : peer.rank;
+  if (!notice && brokenPeer_ < 0) brokenPeer_ = peer.rank;
   if (!peer.dead) {
     peer.dead = true;
     WEFT_WARN("%s", failure.message().c_str());
@@ -212,8 +218,9 @@ Status ShmTransport::failPeer(LocalPeer& peer, const Status& why) {
   return failure;
 }
 
-// Reads the sockets' news: a goodbye byte (the peer destroyed its communicator on purpose) or a
-// hang-up without one (the peer died). The eventfd only wakes us; its count is drained.
+// Reads the sockets' news: a goodbye byte (the peer destroyed its communicator on purpose), a
+// failure notice ('F' and the culprit's rank: the peer's communicator failed), or a hang-up
+// without either (the peer died). The eventfd only wakes us; its count is drained.
 Status ShmTransport::collectEvents() {
   Status failure;
   epoll_event events[16];
@@ -226,16 +233,25 @@ Status ShmTransport::collectEvents() {
     }
     LocalPeer& peer = locals_[events[i].data.u64];
     if (peer.dead || peer.departed) continue;
-    char byte = 0;
-    ssize_t got = recv(peer.link.fd(), &byte, 1, MSG_DONTWAIT);
-    if (got == 1 && byte == 'G') {
+    char news[8] = {};
+    ssize_t got = recv(peer.link.fd(), news, sizeof(news), MSG_DONTWAIT);
+    if (got >= 1 && news[0] == 'F') {
+      int32_t named = -1;
+      if (got >= 5) std::memcpy(&named, news + 1, sizeof(named));
+      Status noticed = failPeer(
+          peer, remoteError("it stopped after a failure of its own (a timeout or an abort)"),
+          true, named);
+      epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
+      if (failure.isOk()) failure = noticed;
+    } else if (got >= 1 && news[0] == 'G') {
       // Messages it sent before leaving are still in this rank's ring; progress() fails only
       // what can no longer complete.
       peer.departed = true;
       epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
     } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      Status died = failPeer(peer, remoteError("the peer process died or aborted (its socket "
-                                               "closed without a goodbye)"));
+      Status died = failPeer(peer,
+                             remoteError("the peer process died or aborted (its socket closed "
+                                         "without a goodbye)"));
       epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
       if (failure.isOk()) failure = died;
     }
@@ -257,15 +273,19 @@ Status ShmTransport::progress(bool woken) {
     bool consumed = false;
     Status pulled = pullRecvs(peer, &consumed);
     if (!pulled.isOk()) {
-      Status failed = failPeer(peer, pulled);
-      if (failure.isOk()) failure = failed;
+      // A failed read usually means the peer exited after a failure elsewhere: its notice, or
+      // the culprit's own hang-up, names the origin better, so read the sockets first.
+      Status events = collectEvents();
+      Status failed = peer.dead ? Status::ok() : failPeer(peer, pulled);
+      if (failure.isOk()) failure = events.isOk() ? failed : events;
       continue;
     }
     if (peer.departed) {
       const bool drained = locals_[myIndex_].view.ring(peer.index).head.load() == peer.tail;
       if (!peer.sends.empty() || !peer.awaitingRead.empty() || (!peer.recvs.empty() && drained)) {
-        Status left = failPeer(peer, remoteError("the peer destroyed its communicator while this "
-                                                 "rank still had transfers with it"));
+        Status left = failPeer(peer,
+                               remoteError("the peer destroyed its communicator while this rank "
+                                           "still had transfers with it"));
         if (failure.isOk()) failure = left;
       }
       continue;
@@ -313,6 +333,22 @@ void ShmTransport::publish(int which, uint64_t value) {
   locals_[myIndex_].view.flag(which).value.store(value, std::memory_order_seq_cst);
   for (LocalPeer& peer : locals_) {
     if (peer.index != myIndex_ && !peer.dead) wake(peer);
+  }
+}
+
+int ShmTransport::findCulprit() {
+  [[maybe_unused]] Status ignored = collectEvents();  // reads notices and hang-ups
+  return noticedCulprit_ >= 0 ? noticedCulprit_ : brokenPeer_;
+}
+
+void ShmTransport::announceFailure(int culprit) {
+  char notice[5] = {'F'};
+  int32_t named = culprit;
+  std::memcpy(notice + 1, &named, sizeof(named));
+  for (LocalPeer& peer : locals_) {
+    if (peer.index == myIndex_ || peer.dead || peer.departed || !peer.link.isOpen()) continue;
+    [[maybe_unused]] ssize_t ignored =
+        send(peer.link.fd(), notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 }
 

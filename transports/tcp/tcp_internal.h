@@ -23,6 +23,8 @@ class TcpTransport final : public Transport {
   void post(Xfer* xfer) override;
   Status progress(bool woken) override;
   int waitFd() const override { return epollFd_; }
+  int findCulprit() override;
+  void announceFailure(int culprit) override;
   void close(bool graceful) override;
 
  private:
@@ -39,8 +41,10 @@ class TcpTransport final : public Transport {
 
   // Data path (tcp_transport.cc).
   void activate(Lane* lane);
-  Status failPeer(int peer, const Status& why);
+  // notice: the peer's failure notice named `culprit` (-1: none) as the origin.
+  Status failPeer(int peer, const Status& why, bool notice = false, int culprit = -1);
   void collectEvents();
+  void lingerAfterNotice();
 
   TcpOptions options_;
   net::Socket listener_;
@@ -50,6 +54,9 @@ class TcpTransport final : public Transport {
   std::vector<std::string> peerNames_;
   std::vector<Lane*> active_;  // lanes with queued parts or an unexplained hang-up
   Status pendingFailure_;      // found in post(), reported by the next progress()
+  int noticedCulprit_ = -1;    // see Transport::findCulprit()
+  int brokenPeer_ = -1;
+  bool announced_ = false;  // this rank sent failure notices
 };
 
 }  // namespace weft::tcp

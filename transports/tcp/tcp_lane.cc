@@ -22,13 +22,26 @@ void finishPart(Part* part) {
 
 std::string describe(const WireHeader& header) {
   if (header.tag == kGoodbyeTag) return "a goodbye (the peer destroyed its communicator)";
+  if (header.tag == kFailureTag) return "a failure notice";
   return "tag " + std::to_string(header.tag >> 32) + "/" +
          std::to_string(header.tag & 0xffffffffu) + " with " + std::to_string(header.bytes) +
          " bytes";
 }
 
+// The error a failure notice becomes; the transport prefixes the peer's name.
+Status noticeError(uint64_t culprit) {
+  return remoteError(culprit == kNoCulprit
+                         ? "it stopped after a failure of its own (a timeout or an abort)"
+                         : "it stopped after a failure caused by rank " + std::to_string(culprit));
+}
+
+int culpritOf(const WireHeader& header) {
+  return header.bytes == kNoCulprit ? -1 : static_cast<int>(header.bytes);
+}
+
 Status checkHeader(const Part& part) {
   if (part.header.tag == part.xfer->tag && part.header.bytes == part.length) return Status::ok();
+  if (part.header.tag == kFailureTag) return noticeError(part.header.bytes);
   WireHeader expected{part.xfer->tag, part.length};
   return invalidUsage("message mismatch: expected " + describe(expected) + ", received " +
                       describe(part.header) +
@@ -140,12 +153,20 @@ Status Lane::readSome() {
                          std::to_string(recvs_.front()->length - recvs_.front()->payloadDone) +
                          " bytes were still expected (the peer process exited or died)");
     }
-    WEFT_TRY(advance(recvs_, static_cast<size_t>(got), true));
+    Status advanced = advance(recvs_, static_cast<size_t>(got), true);
+    if (!advanced.isOk()) {
+      // The header that failed the check is the front part's (advance stops there).
+      if (!recvs_.empty() && recvs_.front()->header.tag == kFailureTag) {
+        noticed = true;
+        noticeCulprit = culpritOf(recvs_.front()->header);
+      }
+      return advanced;
+    }
   }
   return Status::ok();
 }
 
-Status Lane::inspectHangup() {
+Status Lane::inspectUnexpected() {
   WireHeader header{};
   ssize_t got = recv(fd_, &header, sizeof(header), MSG_PEEK | MSG_DONTWAIT);
   if (got < 0) {
@@ -157,6 +178,11 @@ Status Lane::inspectHangup() {
     return remoteError("connection closed without a goodbye (the peer process died or aborted)");
   }
   if (got == static_cast<ssize_t>(sizeof(header)) && header.tag == kGoodbyeTag) departed = true;
+  if (got == static_cast<ssize_t>(sizeof(header)) && header.tag == kFailureTag) {
+    noticed = true;
+    noticeCulprit = culpritOf(header);
+    return noticeError(header.bytes);
+  }
   // Anything else is data not yet asked for; it is judged when a receive is posted.
   return Status::ok();
 }
@@ -168,6 +194,13 @@ void Lane::failAll(const Status& why) {
       if (!part->xfer->done) part->xfer->complete(why);
     }
   }
+}
+
+void Lane::sendFailureNotice(int culprit) {
+  if (fd_ < 0 || (!sends_.empty() && sends_.front()->headerDone > 0)) return;
+  WireHeader notice{kFailureTag, culprit < 0 ? kNoCulprit : static_cast<uint64_t>(culprit)};
+  [[maybe_unused]] ssize_t ignored =
+      send(fd_, &notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void Lane::close(bool graceful) {

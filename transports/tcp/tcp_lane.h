@@ -52,6 +52,7 @@ class Lane {
   bool idle() const { return sends_.empty() && recvs_.empty(); }
   bool hasSends() const { return !sends_.empty(); }
   bool hasRecvs() const { return !recvs_.empty(); }
+  bool atReceiveBoundary() const { return recvs_.empty() || recvs_.front()->headerDone == 0; }
 
   void pushSend(Part* part) { sends_.push(part); }
   void pushRecv(Part* part) { recvs_.push(part); }
@@ -61,9 +62,13 @@ class Lane {
   // transport adds that.
   Status writeSome();
   Status readSome();
-  // Called when the socket reported a hang-up while nothing is expected from it: distinguishes
-  // a peer that said goodbye (returns ok, sets departed) from one that died (error).
-  Status inspectHangup();
+  // Called when the socket reported a hang-up or data while nothing is expected from it:
+  // distinguishes a peer that said goodbye (returns ok, sets departed) or sent a failure notice
+  // (error, sets noticeCulprit) from one that died (error); other data waits for its receive.
+  Status inspectUnexpected();
+  // At a message boundary (nothing of a queued message sent yet), sends a failure notice naming
+  // `culprit` (-1: none). Best effort: never blocks.
+  void sendFailureNotice(int culprit);
   // Completes every queued part's Xfer with `why` and empties the queues.
   void failAll(const Status& why);
   // Best-effort goodbye, then close.
@@ -72,7 +77,10 @@ class Lane {
   bool readable = true;
   bool writable = true;
   bool hungUp = false;
+  bool unexpected = false;  // data arrived while no receive was posted
   bool departed = false;
+  bool noticed = false;     // the peer sent a failure notice
+  int noticeCulprit = -1;   // the rank it named (-1: none)
   bool active = false;  // listed in the transport's active set
 
  private:

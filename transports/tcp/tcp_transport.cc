@@ -1,6 +1,8 @@
 // The TCP data path: posting splits a message into parts on the pair's sockets; progress moves
 // bytes on the sockets that have work, driven by edge-triggered epoll readiness.
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <new>
@@ -28,9 +30,15 @@ void TcpTransport::activate(Lane* lane) {
   }
 }
 
-Status TcpTransport::failPeer(int peer, const Status& why) {
-  Status failure(why.code() == weftSuccess ? weftRemoteError : why.code(),
-                 "tcp connection with " + peerNames_[peer] + ": " + why.message());
+Status TcpTransport::failPeer(int peer, const Status& why, bool notice, int culprit) {
+  const bool named = notice && culprit >= 0 && culprit != peer &&
+                     culprit < static_cast<int>(peerNames_.size());
+  std::string message = "tcp connection with " + peerNames_[peer] + ": " +
+                        (named ? "it stopped after a failure caused by " + peerNames_[culprit]
+                               : why.message());
+  Status failure(why.code() == weftSuccess ? weftRemoteError : why.code(), message);
+  if (notice && noticedCulprit_ < 0) noticedCulprit_ = named ? culprit : peer;
+  if (!notice && brokenPeer_ < 0) brokenPeer_ = peer;
   PeerLinks& links = peers_[peer];
   if (!links.dead) {
     links.dead = true;
@@ -87,7 +95,11 @@ void TcpTransport::collectEvents() {
     for (int i = 0; i < count; ++i) {
       auto* lane = static_cast<Lane*>(events[i].data.ptr);
       uint32_t flags = events[i].events;
-      if (flags & EPOLLIN) lane->readable = true;
+      if (flags & EPOLLIN) {
+        lane->readable = true;
+        // Only a failure notice (or a hang-up) matters before a receive is posted.
+        if (!lane->hasRecvs()) lane->unexpected = true;
+      }
       if (flags & EPOLLOUT) lane->writable = true;
       if (flags & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         lane->hungUp = true;
@@ -119,11 +131,13 @@ Status TcpTransport::progress(bool woken) {
     if (!peers_[peer].dead) {
       Status step = lane->writeSome();
       if (step.isOk()) step = lane->readSome();
-      if (step.isOk() && lane->hungUp && !lane->hasRecvs() && !lane->departed) {
-        step = lane->inspectHangup();
+      if (step.isOk() && (lane->hungUp || lane->unexpected) && !lane->hasRecvs() &&
+          !lane->departed) {
+        step = lane->inspectUnexpected();
       }
+      lane->unexpected = false;
       if (!step.isOk()) {
-        Status failed = failPeer(peer, step);
+        Status failed = failPeer(peer, step, lane->noticed, lane->noticeCulprit);
         if (failure.isOk()) failure = failed;
       }
     }
@@ -137,7 +151,65 @@ Status TcpTransport::progress(bool woken) {
   return failure;
 }
 
+int TcpTransport::findCulprit() {
+  for (size_t peer = 0; peer < peers_.size(); ++peer) {
+    for (auto& lane : peers_[peer].lanes) {
+      if (peers_[peer].dead) break;
+      // A notice is visible only where the stream is between messages.
+      if (!lane->atReceiveBoundary()) continue;
+      Status step = lane->inspectUnexpected();
+        if (!step.isOk()) {
+        [[maybe_unused]] Status failed =
+            failPeer(static_cast<int>(peer), step, lane->noticed, lane->noticeCulprit);
+      }
+    }
+  }
+  return noticedCulprit_ >= 0 ? noticedCulprit_ : brokenPeer_;
+}
+
+void TcpTransport::announceFailure(int culprit) {
+  announced_ = true;
+  for (PeerLinks& links : peers_) {
+    if (links.dead) continue;
+    for (auto& lane : links.lanes) lane->sendFailureNotice(culprit);
+  }
+}
+
+// After a failure notice, closing a socket that still holds unread data would send a reset,
+// and a reset makes the peer's kernel drop what it had not read yet: the notice itself. So the
+// notifier finishes its side (FIN after the notice) and reads and discards what still arrives
+// until each peer closes too, for a short while.
+void TcpTransport::lingerAfterNotice() {
+  constexpr int kLingerMs = 500;
+  std::vector<Lane*> open;
+  for (PeerLinks& links : peers_) {
+    for (auto& lane : links.lanes) {
+      if (lane->fd() < 0) continue;
+      shutdown(lane->fd(), SHUT_WR);
+      open.push_back(lane.get());
+    }
+  }
+  Deadline deadline = Deadline::after(kLingerMs);
+  char sink[64 * 1024];
+  while (!open.empty() && !deadline.expired()) {
+    size_t kept = 0;
+    for (Lane* lane : open) {
+      ssize_t got;
+      do {
+        got = recv(lane->fd(), sink, sizeof(sink), MSG_DONTWAIT);
+      } while (got > 0);
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) open[kept++] = lane;
+    }
+    open.resize(kept);
+    if (!open.empty()) {
+      pollfd wait{open.front()->fd(), POLLIN, 0};
+      poll(&wait, 1, 5);
+    }
+  }
+}
+
 void TcpTransport::close(bool graceful) {
+  if (!graceful && announced_) lingerAfterNotice();
   for (PeerLinks& links : peers_) {
     for (auto& lane : links.lanes) lane->close(graceful && !links.dead);
     links.lanes.clear();

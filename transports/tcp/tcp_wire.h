@@ -16,6 +16,10 @@ static_assert(sizeof(WireHeader) == 16);
 // Sent by a rank that leaves on purpose (communicator destroyed), so that its peers can tell a
 // clean departure from a crash when they see the connection close.
 constexpr uint64_t kGoodbyeTag = ~0ull;
+// Sent by a rank whose communicator failed, in place of its next message header; `bytes` holds
+// the rank that caused the failure (kNoCulprit after a timeout or an abort).
+constexpr uint64_t kFailureTag = ~0ull - 1;
+constexpr uint64_t kNoCulprit = ~0ull;
 
 // Messages of at least this many bytes are split across all sockets of the pair.
 constexpr uint64_t kStripeThreshold = 256 * 1024;

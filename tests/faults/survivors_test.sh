@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Survivors of a killed rank fail fast and name it. weftrun --keep-going starts the ranks (so it
+# does not end the survivors itself), each running a loop of random verified collectives; one
+# rank is killed with SIGKILL at a random moment after init, and every other rank must then exit
+# with an error within the detection limit, its message naming the dead rank. Nothing may be
+# left in /dev/shm or the process table.
+#   survivors_test.sh <weftrun> <weft_coll_check> <tcp|shm> [trials] [ranks]
+set -euo pipefail
+weftrun="$1"
+check="$2"
+transport="$3"
+trials="${4:-10}"
+ranks="${5:-4}"
+limit_ms=2000  # docs/RELIABILITY.md promises detection within 2 s of a death
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+nowMs() { date +%s%3N; }
+
+work="$(mktemp -d)"
+launcher=""
+# weftrun ends its ranks when it gets SIGTERM (SIGKILL after its grace period), so ending it
+# that way leaves nothing behind.
+endJob() {
+  kill -TERM "$launcher" 2>/dev/null || true
+  wait "$launcher" 2>/dev/null || true
+  launcher=""
+}
+cleanup() {
+  [[ -n "$launcher" ]] && endJob
+  rm -rf "$work"
+}
+trap cleanup EXIT
+shmBefore="$(ls -1 /dev/shm 2>/dev/null | sort)"
+
+# Running: it exists and is not a zombie (weftrun reaps its ranks only when the job ends).
+running() {
+  local stat
+  stat="$(cat /proc/"$1"/stat 2>/dev/null)" || return 1
+  [[ -n "$stat" && "$(echo "$stat" | cut -d' ' -f3)" != Z ]]
+}
+children() { cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . || true; }
+
+for ((trial = 1; trial <= trials; ++trial)); do
+  log="$work/log.$trial"
+  WEFT_TRANSPORT="$transport" WEFT_TIMEOUT=60 "$weftrun" --keep-going --tag-output --timeout 120 \
+    -n "$ranks" "$check" --random 1000000 "$trial" 100000 >"$log" 2>&1 &
+  launcher=$!
+  # Every rank started and past init (it takes well under a second), then a random moment of
+  # the loop of calls.
+  mapfile -t pids < <(children "$launcher")
+  for ((poll = 0; poll < 500 && ${#pids[@]} < ranks; ++poll)); do
+    sleep 0.01
+    mapfile -t pids < <(children "$launcher")
+  done
+  if ((${#pids[@]} < ranks)); then
+    fail "trial $trial ($transport): weftrun started ${#pids[@]} of $ranks ranks"
+    endJob
+    continue
+  fi
+  sleep "1.$((RANDOM % 10))$((RANDOM % 10))"
+  victim=$((RANDOM % ranks))
+  kill -9 "${pids[$victim]}"
+  killedAt=$(nowMs)
+  worst=0
+  for ((rank = 0; rank < ranks; ++rank)); do
+    ((rank == victim)) && continue
+    pid=${pids[$rank]}
+    debugged=0
+    while running "$pid" && (($(nowMs) - killedAt < limit_ms + 8000)); do
+      if [[ -n "${WEFT_TEST_DEBUG_HANG:-}" ]] && ((!debugged && $(nowMs) - killedAt > limit_ms)); then
+        gdb -p "$pid" -batch -ex "thread apply all bt" >"$WEFT_TEST_DEBUG_HANG.$trial.$rank" 2>&1
+        debugged=1
+      fi
+      sleep 0.005
+    done
+    if running "$pid"; then
+      fail "trial $trial ($transport): rank $rank still runs $(($(nowMs) - killedAt)) ms after rank $victim was killed: $(grep "^\[$rank\]" "$log" | tail -3)"
+      continue
+    fi
+    took=$(($(nowMs) - killedAt))
+    ((took > worst)) && worst=$took
+    ((took <= limit_ms)) || fail "trial $trial ($transport): rank $rank took ${took} ms to fail"
+  done
+  status=0
+  wait "$launcher" || status=$?
+  launcher=""
+  ((status != 0)) || fail "trial $trial ($transport): the job exited 0 after rank $victim was killed"
+  for ((rank = 0; rank < ranks; ++rank)); do
+    ((rank == victim)) && continue
+    # Each survivor's error names the dead rank (directly, or as the cause a peer reported).
+    grep "^\[$rank\] rank $rank/$ranks: " "$log" | grep -q "rank $victim (" ||
+      fail "trial $trial ($transport): rank $rank's error does not name rank $victim: $(grep "^\[$rank\]" "$log" | tail -2)"
+  done
+  grep -q "weftrun: rank $victim (pid ${pids[$victim]}) was killed by signal 9" "$log" ||
+    fail "trial $trial ($transport): weftrun did not report the killed rank"
+  echo "trial $trial ($transport): killed rank $victim; survivors failed within ${worst} ms"
+  for pid in "${pids[@]}"; do running "$pid" && fail "trial $trial: process $pid outlived the job"; done
+  shmNow="$(ls -1 /dev/shm 2>/dev/null | sort)"
+  [[ "$shmNow" == "$shmBefore" ]] || fail "trial $trial: /dev/shm changed"
+done
+((failures == 0)) && echo "survivors test ($transport): passed" || echo "survivors test ($transport): $failures failures"
+exit $((failures > 0))
