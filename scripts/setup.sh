@@ -9,6 +9,10 @@ packages=(
   libssl-dev                            # HMAC authentication (libcrypto)
   iproute2 procps                       # network namespaces and process checks in tests
 )
+# The fuzzer (scripts/fuzz.sh): clang ships libFuzzer.
+if [[ "${WEFT_SETUP_FUZZ:-0}" == 1 ]]; then
+  packages+=(clang)
+fi
 # Comparison baselines (perf/compare.sh); skipped with WEFT_SETUP_MINIMAL=1.
 if [[ "${WEFT_SETUP_MINIMAL:-0}" != 1 ]]; then
   packages+=(openmpi-bin libopenmpi-dev python3-torch python3-matplotlib)

@@ -153,4 +153,39 @@ TEST_CASE("weftCommAbort from another thread releases a blocked call", "[comm][f
   CHECK(released < 0.5);
 }
 
+TEST_CASE("after a failure, a new communicator works in the same processes", "[comm][faults]") {
+  // An elastic restart: rank 2 aborts, ranks 0 and 1 see their collective fail (told by rank
+  // 2's failure notice, or by its connections closing), everyone releases the old communicator
+  // and joins a new one, which works.
+  constexpr int n = 3;
+  std::vector<weftResult_t> failed(n, weftSuccess);
+  std::vector<std::string> messages(n);
+  std::vector<float> restarted(n, 0);
+  weftUniqueId second;
+  REQUIRE(weftGetUniqueId(&second) == weftSuccess);
+  std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    float one = 1;
+    if (rank == 2) {
+      weftCommAbort(comm);
+      failed[rank] = weftRemoteError;
+    } else {
+      float sum = 0;
+      failed[rank] = weftAllReduce(&one, &sum, 1, weftFloat32, weftSum, comm, nullptr);
+      messages[rank] = weftGetLastError(comm);
+    }
+    weftComm_t fresh = nullptr;
+    if (weftCommInitRank(&fresh, n, second, rank) != weftSuccess) return;
+    weftAllReduce(&one, &restarted[rank], 1, weftFloat32, weftSum, fresh, nullptr);
+    weftCommDestroy(fresh);
+  });
+  // rank 2's aborted comm is refused by runAsThreads' destroy, which is fine.
+  REQUIRE(init.empty());
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank << ": " << messages[rank]);
+    CHECK(failed[rank] == weftRemoteError);
+    CHECK(messages[rank].find("rank 2") != std::string::npos);
+  }
+  CHECK(restarted == std::vector<float>(n, 3.0f));
+}
+
 }  // namespace weft::test
