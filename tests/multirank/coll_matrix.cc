@@ -75,7 +75,13 @@ class Runner {
       bool inPlace = draw() % 2 == 1;
       int root = static_cast<int>(draw() % static_cast<uint64_t>(nranks_));
       if (!isReduction(coll)) op = weftSum;
+      if (coll == Coll::kBarrier) {  // the one form the matrix runs a barrier in
+        type = weftInt8;
+        count = 0;
+        inPlace = false;
+      }
       if (!runCase(Case{coll, type, op, count, inPlace, root})) break;
+      if (options_.afterCall) options_.afterCall(i + 1);
     }
     return result_;
   }

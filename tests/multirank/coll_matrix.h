@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct MatrixOptions {
   std::vector<weftRedOp_t> ops;       // empty: all five
   std::vector<size_t> counts;         // empty: sizeClasses(nranks)
   bool nonBlocking = false;           // issue with a request, then weftWait
+  // Random mode: called after each call with the number of calls made so far (soak checks).
+  std::function<void(int)> afterCall;
 };
 
 // 0, 1, odd, not divisible by nranks, and a large count that spans several pipeline slices.

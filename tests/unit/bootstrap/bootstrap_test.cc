@@ -187,6 +187,41 @@ TEST_CASE("the root refuses a wrong secret and garbage while real ranks complete
   CHECK(ranks[1].bootstrap->descriptions()[0] == descriptionOf(0));
 }
 
+TEST_CASE("port scans and a one-byte-at-a-time sender do not stall the rendezvous",
+          "[bootstrap][root]") {
+  LoopbackOnly loopback;
+  UniqueIdContents id = freshId();
+  // A scan: connections opened and closed at once, some after a byte.
+  for (int i = 0; i < 32; ++i) {
+    weft::net::Socket probe;
+    REQUIRE(weft::net::connectTo(id.root, Deadline::after(2000), &probe).isOk());
+    if (i % 2 == 1) {
+      uint8_t byte = 0x16;  // what a TLS scanner would send first
+      REQUIRE(weft::net::sendAll(probe.fd(), &byte, 1, Deadline::after(1000)).isOk());
+    }
+  }
+  // A slow sender dribbles a plausible hello for the whole rendezvous.
+  std::atomic<bool> stop{false};
+  weft::net::Socket slow;
+  REQUIRE(weft::net::connectTo(id.root, Deadline::after(2000), &slow).isOk());
+  std::thread dribbler([&] {
+    const std::string hello(50, 'W');  // 5 s at a byte per 100 ms
+    for (size_t i = 0; i < hello.size() && !stop; ++i) {
+      if (send(slow.fd(), hello.data() + i, 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  auto start = std::chrono::steady_clock::now();
+  std::vector<RankResult> ranks = createRanks(id, 4);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stop = true;
+  dribbler.join();
+  requireAllOk(ranks);
+  // Served alongside the slow connection, not after it (it would take 5 s).
+  CHECK(seconds < 3.0);
+}
+
 TEST_CASE("an authenticated join with a bad header is dropped alone", "[bootstrap][root]") {
   LoopbackOnly loopback;
   UniqueIdContents id = freshId();
