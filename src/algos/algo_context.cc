@@ -97,7 +97,8 @@ Status AlgoContext::waitForFlags(int which, uint64_t round, int only) {
         }
         return checked == size;
       },
-      [&] {
+      [&](int* awaited) {
+        *awaited = shared.rankOf(checked);
         return fabric_.peerName(shared.rankOf(checked)) + " to reach round " +
                std::to_string(round) + " (shared-memory flag " + std::to_string(which) + ")";
       });

@@ -90,13 +90,14 @@ Status Fabric::progressAll(bool woken) {
   return Status::ok();
 }
 
-Status Fabric::fail(Status why) {
+Status Fabric::fail(Status why, int awaited) {
   if (!failure_.isOk()) return failure_;
   int culprit = -1;
   for (auto& transport : transports_) {
     int found = transport->findCulprit();
     if (culprit < 0) culprit = found;
   }
+  if (culprit < 0) culprit = awaited;
   // The wait may have tripped over a rank that merely left after failing itself; name the origin.
   if (culprit >= 0 && culprit != rank_ &&
       why.message().find(peerNames_[culprit]) == std::string::npos) {
@@ -121,7 +122,7 @@ Status Fabric::waitAll(Xfer* const* xfers, size_t count) {
         }
         return first == count;
       },
-      [&] { return describePending(xfers + first, count - first); });
+      [&](int* awaited) { return describePending(xfers + first, count - first, awaited); });
 }
 
 // Polling before sleeping saves the wake-up latency when the peer answers within the budget,
@@ -203,7 +204,7 @@ Status Fabric::WaitLoop::finish() {
   return Status::ok();
 }
 
-std::string Fabric::describePending(Xfer* const* xfers, size_t count) const {
+std::string Fabric::describePending(Xfer* const* xfers, size_t count, int* awaited) const {
   const Xfer* pending = xfers[0];
   for (size_t i = 0; i < count; ++i) {
     if (!xfers[i]->done) {
@@ -212,6 +213,7 @@ std::string Fabric::describePending(Xfer* const* xfers, size_t count) const {
     }
   }
   bool sending = pending->kind == Xfer::Kind::kSend;
+  *awaited = pending->peer;
   return peerNames_[pending->peer] + (sending ? " to receive " : " to send ") +
          std::to_string(pending->bytes) + " bytes (message " +
          std::to_string(pending->tag & 0xffffffffu) + " of the operation)";

@@ -36,7 +36,8 @@ class Fabric {
   Status wait(Xfer* xfer) { return waitAll(&xfer, 1); }
 
   // The general wait: until ready(&failure) returns true (a failure it reports fails the wait
-  // and the fabric). describe() says what was awaited, for the timeout message. Transports keep
+  // and the fabric). describe(&rank) says what was awaited, for the timeout message, and from
+  // which rank (-1 if none), whom the failure notices then name. Transports keep
   // progressing meanwhile; ready() is checked again after the sleep has been announced, so a
   // condition set by another rank in shared memory (which then wakes sleepers) is never missed.
   template <typename Ready, typename Describe>
@@ -49,7 +50,10 @@ class Fabric {
       if (loop.progressed()) {
         Status stop = loop.checkStop();
         if (!stop.isOk()) {
-          return fail(stop.code() == weftTimeout ? timeoutStatus(describe()) : stop);
+          if (stop.code() != weftTimeout) return fail(stop);
+          int awaited = -1;
+          std::string what = describe(&awaited);
+          return fail(timeoutStatus(what), awaited);
         }
         if (loop.spinOver() && loop.prepareSleep()) {
           if (ready(&failure)) {
@@ -119,9 +123,11 @@ class Fabric {
 
   Status progressAll(bool woken);
   void postToSelf(Xfer* xfer);
-  Status fail(Status why);
+  // awaited: after a timeout, the rank that did not answer (named as the culprit when the
+  // transports know of no failure).
+  Status fail(Status why, int awaited = -1);
   Status timeoutStatus(const std::string& awaited) const;
-  std::string describePending(Xfer* const* xfers, size_t count) const;
+  std::string describePending(Xfer* const* xfers, size_t count, int* awaited) const;
 
   int rank_;
   int nranks_;

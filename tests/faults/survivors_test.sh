@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Survivors of a killed rank fail fast and name it. weftrun --keep-going starts the ranks (so it
-# does not end the survivors itself), each running a loop of random verified collectives; one
-# rank is killed with SIGKILL at a random moment after init, and every other rank must then exit
-# with an error within the detection limit, its message naming the dead rank. Nothing may be
-# left in /dev/shm or the process table.
-#   survivors_test.sh <weftrun> <weft_coll_check> <tcp|shm> [trials] [ranks]
+# Survivors of a failed rank fail in time and name it. weftrun --keep-going starts the ranks (so
+# it does not end the survivors itself), each running a loop of random verified collectives; at
+# a random moment after init one rank is
+#   kill: killed with SIGKILL; every other rank must exit with an error within 2 s;
+#   stop: stopped with SIGSTOP; every other rank must exit with an error at its timeout
+#         (WEFT_TIMEOUT=3 here): not much before (a stopped rank may resume), not much after.
+# After a kill, each survivor's message must name the dead rank. (A stopped rank cannot be told
+# from one that waits for it: the first survivor to time out names the rank it waited for, and
+# the others name that one.) Nothing may be left in /dev/shm or the process table.
+#   survivors_test.sh <weftrun> <weft_coll_check> <tcp|shm> <kill|stop> [trials] [ranks]
 set -euo pipefail
 weftrun="$1"
 check="$2"
 transport="$3"
-trials="${4:-10}"
-ranks="${5:-4}"
-limit_ms=2000  # docs/RELIABILITY.md promises detection within 2 s of a death
+mode="$4"
+trials="${5:-10}"
+ranks="${6:-4}"
+timeout_s=3
+case "$mode" in
+  kill) signal=KILL min_ms=0 limit_ms=2000 ;;  # RELIABILITY.md: detection within 2 s of a death
+  stop) signal=STOP min_ms=$((timeout_s * 1000 - 500)) limit_ms=$((timeout_s * 1000 + 2000)) ;;
+  *) echo "usage: survivors_test.sh <weftrun> <checker> <tcp|shm> <kill|stop> [trials] [ranks]" >&2; exit 2 ;;
+esac
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 nowMs() { date +%s%3N; }
@@ -42,7 +52,7 @@ children() { cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . |
 
 for ((trial = 1; trial <= trials; ++trial)); do
   log="$work/log.$trial"
-  WEFT_TRANSPORT="$transport" WEFT_TIMEOUT=60 "$weftrun" --keep-going --tag-output --timeout 120 \
+  WEFT_TRANSPORT="$transport" WEFT_TIMEOUT=$timeout_s "$weftrun" --keep-going --tag-output --timeout 120 \
     -n "$ranks" "$check" --random 1000000 "$trial" 100000 >"$log" 2>&1 &
   launcher=$!
   # Every rank started and past init (it takes well under a second), then a random moment of
@@ -59,7 +69,7 @@ for ((trial = 1; trial <= trials; ++trial)); do
   fi
   sleep "1.$((RANDOM % 10))$((RANDOM % 10))"
   victim=$((RANDOM % ranks))
-  kill -9 "${pids[$victim]}"
+  kill -"$signal" "${pids[$victim]}"
   killedAt=$(nowMs)
   worst=0
   for ((rank = 0; rank < ranks; ++rank)); do
@@ -80,23 +90,32 @@ for ((trial = 1; trial <= trials; ++trial)); do
     took=$(($(nowMs) - killedAt))
     ((took > worst)) && worst=$took
     ((took <= limit_ms)) || fail "trial $trial ($transport): rank $rank took ${took} ms to fail"
+    ((took >= min_ms)) || fail "trial $trial ($transport): rank $rank failed after ${took} ms, before its timeout"
   done
+  # A stopped rank is ended now (SIGKILL works on a stopped process), which ends the job.
+  [[ "$mode" == stop ]] && kill -KILL "${pids[$victim]}" 2>/dev/null
   status=0
   wait "$launcher" || status=$?
   launcher=""
   ((status != 0)) || fail "trial $trial ($transport): the job exited 0 after rank $victim was killed"
   for ((rank = 0; rank < ranks; ++rank)); do
     ((rank == victim)) && continue
-    # Each survivor's error names the dead rank (directly, or as the cause a peer reported).
-    grep "^\[$rank\] rank $rank/$ranks: " "$log" | grep -q "rank $victim (" ||
+    # Each survivor reports an error; after a kill it names the dead rank (directly, or as the
+    # cause a peer reported).
+    named="rank $victim ("
+    [[ "$mode" == stop ]] && named="rank "
+    grep "^\[$rank\] rank $rank/$ranks: " "$log" | grep -q "$named" ||
       fail "trial $trial ($transport): rank $rank's error does not name rank $victim: $(grep "^\[$rank\]" "$log" | tail -2)"
   done
-  grep -q "weftrun: rank $victim (pid ${pids[$victim]}) was killed by signal 9" "$log" ||
-    fail "trial $trial ($transport): weftrun did not report the killed rank"
-  echo "trial $trial ($transport): killed rank $victim; survivors failed within ${worst} ms"
+  if [[ "$mode" == kill ]]; then
+    grep -q "weftrun: rank $victim (pid ${pids[$victim]}) was killed by signal 9" "$log" ||
+      fail "trial $trial ($transport): weftrun did not report the killed rank"
+  fi
+  echo "trial $trial ($transport, $mode): rank $victim; survivors failed within ${worst} ms"
   for pid in "${pids[@]}"; do running "$pid" && fail "trial $trial: process $pid outlived the job"; done
   shmNow="$(ls -1 /dev/shm 2>/dev/null | sort)"
   [[ "$shmNow" == "$shmBefore" ]] || fail "trial $trial: /dev/shm changed"
 done
-((failures == 0)) && echo "survivors test ($transport): passed" || echo "survivors test ($transport): $failures failures"
+((failures == 0)) && echo "survivors test ($transport, $mode): passed" ||
+  echo "survivors test ($transport, $mode): $failures failures"
 exit $((failures > 0))
