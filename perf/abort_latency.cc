@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
     times.push_back(ms);
   }
   std::sort(times.begin(), times.end());
-  std::printf("abort released a blocked all-reduce in %.3f ms (min), %.3f ms (median), "
-              "%.3f ms (max) over %d trials\n",
-              times.front(), times[times.size() / 2], times.back(), trials);
+  std::printf(
+      "abort released a blocked all-reduce in %.3f ms (min), %.3f ms (median), "
+      "%.3f ms (max) over %d trials\n",
+      times.front(), times[times.size() / 2], times.back(), trials);
   return 0;
 }

@@ -83,8 +83,8 @@ std::string findMismatch(const std::vector<CallSummary>& all) {
     const CallSummary& other = all[r];
     std::string rank = "rank " + std::to_string(r);
     if (!sameFirstCall(first, other)) {
-      return "check mode: the ranks' calls differ: rank 0 called " + describe(first) + ", " +
-             rank + " called " + describe(other);
+      return "check mode: the ranks' calls differ: rank 0 called " + describe(first) + ", " + rank +
+             " called " + describe(other);
     }
     if (first.collectives != other.collectives) {
       return "check mode: the ranks' groups differ: rank 0's holds " +

@@ -124,8 +124,8 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
     std::vector<int> shmPeers, tcpPeers;
     WEFT_TRY(routePeers(*comm, &shmPeers, &tcpPeers));
     if (shm) {
-      WEFT_TRY(connectTransport(comm.get(), std::move(shm), shmPeers, names,
-                                &PeerInfo::shmAddress, deadline));
+      WEFT_TRY(connectTransport(comm.get(), std::move(shm), shmPeers, names, &PeerInfo::shmAddress,
+                                deadline));
     }
     WEFT_TRY(connectTransport(comm.get(), std::move(tcp), tcpPeers, names, &PeerInfo::tcpAddress,
                               deadline));

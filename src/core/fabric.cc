@@ -17,7 +17,9 @@ namespace weft {
 Fabric::Fabric(int rank, int nranks, std::vector<std::string> peerNames)
     : rank_(rank), nranks_(nranks), peerNames_(std::move(peerNames)), route_(nranks, nullptr) {}
 
-Fabric::~Fabric() { close(false); }
+Fabric::~Fabric() {
+  close(false);
+}
 
 Status Fabric::init() {
   epollFd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -101,7 +103,8 @@ Status Fabric::fail(Status why, int awaited) {
   // The wait may have tripped over a rank that merely left after failing itself; name the origin.
   if (culprit >= 0 && culprit != rank_ &&
       why.message().find(peerNames_[culprit]) == std::string::npos) {
-    why = Status(why.code(), why.message() + " (the failure started at " + peerNames_[culprit] + ")");
+    why =
+        Status(why.code(), why.message() + " (the failure started at " + peerNames_[culprit] + ")");
   }
   failure_ = std::move(why);
   for (auto& transport : transports_) transport->announceFailure(culprit);
@@ -229,7 +232,8 @@ Status Fabric::timeoutStatus(const std::string& awaited) const {
 void Fabric::abort() {
   aborted_.store(true, std::memory_order_release);
   uint64_t one = 1;
-  if (abortFd_ >= 0) [[maybe_unused]] ssize_t ignored = write(abortFd_, &one, sizeof(one));
+  if (abortFd_ >= 0) [[maybe_unused]]
+    ssize_t ignored = write(abortFd_, &one, sizeof(one));
 }
 
 void Fabric::close(bool graceful) {

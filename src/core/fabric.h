@@ -142,8 +142,8 @@ class Fabric {
   std::atomic<bool> aborted_{false};
   Status failure_;
   int64_t timeoutMs_ = 300000;
-  int64_t spinMicros_ = 0;   // the most a wait may poll before sleeping
-  int64_t spinBudget_ = 0;   // what the next wait polls: adapts between kMinSpin and spinMicros_
+  int64_t spinMicros_ = 0;  // the most a wait may poll before sleeping
+  int64_t spinBudget_ = 0;  // what the next wait polls: adapts between kMinSpin and spinMicros_
   bool yieldWhilePolling_ = false;
   const char* opName_ = "an operation";
   uint64_t opSeq_ = 0;

@@ -91,12 +91,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t* input = data + 1;
   const size_t length = size - 1;
   switch (data[0] % 6) {
-    case 0: fuzzHello(input, length); break;
-    case 1: fuzzJoinHeader(input, length); break;
-    case 2: fuzzReply(input, length); break;
-    case 3: fuzzPeerInfo(input, length); break;
-    case 4: fuzzAddress(input, length); break;
-    default: fuzzUniqueId(input, length); break;
+    case 0:
+      fuzzHello(input, length);
+      break;
+    case 1:
+      fuzzJoinHeader(input, length);
+      break;
+    case 2:
+      fuzzReply(input, length);
+      break;
+    case 3:
+      fuzzPeerInfo(input, length);
+      break;
+    case 4:
+      fuzzAddress(input, length);
+      break;
+    default:
+      fuzzUniqueId(input, length);
+      break;
   }
   return 0;
 }

@@ -56,11 +56,12 @@ void requireCaughtEverywhere(const std::vector<Outcome>& outcomes, const std::st
 TEST_CASE("check mode catches a count that differs on one rank", "[check]") {
   auto outcomes = runDisagreement([&](weftComm_t comm, int rank) {
     std::vector<float> mine(64, 1.0f);
-    return weftAllReduce(mine.data(), mine.data(), rank == 2 ? 60 : 64, weftFloat32, weftSum,
-                         comm, nullptr);
+    return weftAllReduce(mine.data(), mine.data(), rank == 2 ? 60 : 64, weftFloat32, weftSum, comm,
+                         nullptr);
   });
-  requireCaughtEverywhere(outcomes, "rank 0 called allreduce(count 64, float32, sum) as "
-                                    "collective #1, rank 2 called allreduce(count 60, float32, sum)");
+  requireCaughtEverywhere(outcomes,
+                          "rank 0 called allreduce(count 64, float32, sum) as "
+                          "collective #1, rank 2 called allreduce(count 60, float32, sum)");
 }
 
 TEST_CASE("check mode catches a different datatype, op or root", "[check]") {
@@ -95,8 +96,9 @@ TEST_CASE("check mode catches different collectives and uneven groups", "[check]
       if (rank == 0) return weftBarrier(comm, nullptr);
       return weftAllGather(buf, buf, 2, weftInt32, comm, nullptr);
     });
-    requireCaughtEverywhere(outcomes, "rank 0 called barrier() as collective #1, "
-                                      "rank 1 called allgather(count 2, int32)");
+    requireCaughtEverywhere(outcomes,
+                            "rank 0 called barrier() as collective #1, "
+                            "rank 1 called allgather(count 2, int32)");
   }
   SECTION("group") {
     auto outcomes = runDisagreement([](weftComm_t comm, int rank) {

@@ -199,9 +199,9 @@ Status ShmTransport::pullRecvs(LocalPeer& peer, bool* consumed) {
 Status ShmTransport::failPeer(LocalPeer& peer, const Status& why, bool notice, int culprit) {
   const bool named = notice && culprit >= 0 && culprit != peer.rank &&
                      culprit < static_cast<int>(peerNames_.size());
-  std::string message = "shm with " + peerNames_[peer.rank] + ": " +
-                        (named ? "it stopped after a failure caused by " + peerNames_[culprit]
-                               : why.message());
+  std::string message =
+      "shm with " + peerNames_[peer.rank] + ": " +
+      (named ? "it stopped after a failure caused by " + peerNames_[culprit] : why.message());
   Status failure(why.code() == weftSuccess ? weftRemoteError : why.code(), message);
   if (notice && noticedCulprit_ < 0) noticedCulprit_ = named ? culprit : peer.rank;
   if (!notice && brokenPeer_ < 0) brokenPeer_ = peer.rank;
@@ -239,8 +239,8 @@ Status ShmTransport::collectEvents() {
       int32_t named = -1;
       if (got >= 5) std::memcpy(&named, news + 1, sizeof(named));
       Status noticed = failPeer(
-          peer, remoteError("it stopped after a failure of its own (a timeout or an abort)"),
-          true, named);
+          peer, remoteError("it stopped after a failure of its own (a timeout or an abort)"), true,
+          named);
       epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
       if (failure.isOk()) failure = noticed;
     } else if (got >= 1 && news[0] == 'G') {
@@ -249,9 +249,9 @@ Status ShmTransport::collectEvents() {
       peer.departed = true;
       epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
     } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      Status died = failPeer(peer,
-                             remoteError("the peer process died or aborted (its socket closed "
-                                         "without a goodbye)"));
+      Status died =
+          failPeer(peer, remoteError("the peer process died or aborted (its socket closed "
+                                     "without a goodbye)"));
       epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
       if (failure.isOk()) failure = died;
     }
@@ -283,9 +283,9 @@ Status ShmTransport::progress(bool woken) {
     if (peer.departed) {
       const bool drained = locals_[myIndex_].view.ring(peer.index).head.load() == peer.tail;
       if (!peer.sends.empty() || !peer.awaitingRead.empty() || (!peer.recvs.empty() && drained)) {
-        Status left = failPeer(peer,
-                               remoteError("the peer destroyed its communicator while this rank "
-                                           "still had transfers with it"));
+        Status left =
+            failPeer(peer, remoteError("the peer destroyed its communicator while this rank "
+                                       "still had transfers with it"));
         if (failure.isOk()) failure = left;
       }
       continue;

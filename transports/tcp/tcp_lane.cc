@@ -102,7 +102,9 @@ Part* PartQueue::pop() {
   return part;
 }
 
-Lane::~Lane() { close(false); }
+Lane::~Lane() {
+  close(false);
+}
 
 Status Lane::writeSome() {
   while (!sends_.empty() && writable) {

@@ -17,7 +17,9 @@ TcpTransport::TcpTransport(const TcpOptions& options) : options_(options) {
   if (options_.socketsPerPeer > kMaxSocketsPerPeer) options_.socketsPerPeer = kMaxSocketsPerPeer;
 }
 
-TcpTransport::~TcpTransport() { close(false); }
+TcpTransport::~TcpTransport() {
+  close(false);
+}
 
 std::unique_ptr<Transport> createTcpTransport(const TcpOptions& options) {
   return std::make_unique<TcpTransport>(options);
@@ -31,11 +33,11 @@ void TcpTransport::activate(Lane* lane) {
 }
 
 Status TcpTransport::failPeer(int peer, const Status& why, bool notice, int culprit) {
-  const bool named = notice && culprit >= 0 && culprit != peer &&
-                     culprit < static_cast<int>(peerNames_.size());
-  std::string message = "tcp connection with " + peerNames_[peer] + ": " +
-                        (named ? "it stopped after a failure caused by " + peerNames_[culprit]
-                               : why.message());
+  const bool named =
+      notice && culprit >= 0 && culprit != peer && culprit < static_cast<int>(peerNames_.size());
+  std::string message =
+      "tcp connection with " + peerNames_[peer] + ": " +
+      (named ? "it stopped after a failure caused by " + peerNames_[culprit] : why.message());
   Status failure(why.code() == weftSuccess ? weftRemoteError : why.code(), message);
   if (notice && noticedCulprit_ < 0) noticedCulprit_ = named ? culprit : peer;
   if (!notice && brokenPeer_ < 0) brokenPeer_ = peer;
@@ -51,7 +53,8 @@ Status TcpTransport::failPeer(int peer, const Status& why, bool notice, int culp
 void TcpTransport::post(Xfer* xfer) {
   PeerLinks& links = peers_[xfer->peer];
   if (links.dead || links.lanes.empty()) {
-    xfer->complete(remoteError(peerNames_[xfer->peer] + " is unreachable after an earlier failure"));
+    xfer->complete(
+        remoteError(peerNames_[xfer->peer] + " is unreachable after an earlier failure"));
     return;
   }
   auto* state = new (xfer->scratch) XferState();
@@ -158,7 +161,7 @@ int TcpTransport::findCulprit() {
       // A notice is visible only where the stream is between messages.
       if (!lane->atReceiveBoundary()) continue;
       Status step = lane->inspectUnexpected();
-        if (!step.isOk()) {
+      if (!step.isOk()) {
         [[maybe_unused]] Status failed =
             failPeer(static_cast<int>(peer), step, lane->noticed, lane->noticeCulprit);
       }
@@ -198,7 +201,8 @@ void TcpTransport::lingerAfterNotice() {
       do {
         got = recv(lane->fd(), sink, sizeof(sink), MSG_DONTWAIT);
       } while (got > 0);
-      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) open[kept++] = lane;
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        open[kept++] = lane;
     }
     open.resize(kept);
     if (!open.empty()) {
