@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "algos/algorithms.h"
-#include "algos/ring_math.h"
 #include "algos/shm_window.h"
 
 namespace weft {
@@ -16,7 +15,6 @@ Status allreduceShmDirect(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   SharedWindows& shared = *ctx.windows();
   const size_t typeSize = ctx.typeSize();
-  const int size = shared.localSize();
   const int me = shared.localIndex();
   const size_t chunkElems = window::areaBytes(shared) / typeSize;
   const auto* in = static_cast<const char*>(args.send);
@@ -29,23 +27,9 @@ Status allreduceShmDirect(AlgoContext& ctx) {
     std::memcpy(window::area(shared, me, round), in + offset * typeSize, count * typeSize);
     WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
 
-    // This rank's share, reduced in place in its own area (only it reads that part now).
-    const ring::Range share = ring::blockOf(count, size, me);
-    char* mine = window::area(shared, me, round) + share.offset * typeSize;
-    for (int index = 0; index < size; ++index) {
-      if (index == me) continue;
-      ctx.reduce(mine, mine, window::area(shared, index, round) + share.offset * typeSize,
-                 share.count);
-    }
-    ctx.finish(mine, share.count);
+    window::reduceOwnShare(ctx, round, count);
     WEFT_TRY(ctx.publishAndWait(window::kReduced, round));
-
-    for (int index = 0; index < size; ++index) {
-      const ring::Range part = ring::blockOf(count, size, index);
-      std::memcpy(out + (offset + part.offset) * typeSize,
-                  window::area(shared, index, round) + part.offset * typeSize,
-                  part.count * typeSize);
-    }
+    window::copySharesOut(ctx, round, count, out + offset * typeSize);
   }
   return Status::ok();
 }

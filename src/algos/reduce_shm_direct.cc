@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "algos/algorithms.h"
-#include "algos/ring_math.h"
 #include "algos/shm_window.h"
 
 namespace weft {
@@ -13,7 +12,6 @@ Status reduceShmDirect(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   SharedWindows& shared = *ctx.windows();
   const size_t typeSize = ctx.typeSize();
-  const int size = shared.localSize();
   const int me = shared.localIndex();
   const bool isRoot = me == args.root;
   const size_t chunkElems = window::areaBytes(shared) / typeSize;
@@ -27,23 +25,11 @@ Status reduceShmDirect(AlgoContext& ctx) {
     std::memcpy(window::area(shared, me, round), in + offset * typeSize, count * typeSize);
     WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
 
-    const ring::Range share = ring::blockOf(count, size, me);
-    char* mine = window::area(shared, me, round) + share.offset * typeSize;
-    for (int index = 0; index < size; ++index) {
-      if (index == me) continue;
-      ctx.reduce(mine, mine, window::area(shared, index, round) + share.offset * typeSize,
-                 share.count);
-    }
-    ctx.finish(mine, share.count);
+    window::reduceOwnShare(ctx, round, count);
     shared.publish(window::kReduced, round);
     if (!isRoot) continue;
     WEFT_TRY(ctx.waitForFlags(window::kReduced, round));
-    for (int index = 0; index < size; ++index) {
-      const ring::Range part = ring::blockOf(count, size, index);
-      std::memcpy(out + (offset + part.offset) * typeSize,
-                  window::area(shared, index, round) + part.offset * typeSize,
-                  part.count * typeSize);
-    }
+    window::copySharesOut(ctx, round, count, out + offset * typeSize);
   }
   return Status::ok();
 }
