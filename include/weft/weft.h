@@ -35,14 +35,14 @@ extern "C" {
 /* Result codes. The numbering matches NCCL's where the meaning is the same. */
 typedef enum {
   weftSuccess = 0,
-  weftSystemError = 2,      /* a system call failed (socket, mmap, thread, ...) */
-  weftInternalError = 3,    /* a bug in weft; please report it with the last-error text */
-  weftInvalidArgument = 4,  /* an argument is wrong; the message names it */
-  weftInvalidUsage = 5,     /* the call is wrong in this state (e.g. ranks disagree) */
-  weftRemoteError = 6,      /* a peer failed or vanished; the message names it */
-  weftInProgress = 7,       /* an operation has not completed yet (weftTest) */
-  weftTimeout = 8,          /* a wait passed its deadline; the message names what was awaited */
-  weftAborted = 9,          /* the communicator was aborted */
+  weftSystemError = 2,     /* a system call failed (socket, mmap, thread, ...) */
+  weftInternalError = 3,   /* a bug in weft; please report it with the last-error text */
+  weftInvalidArgument = 4, /* an argument is wrong; the message names it */
+  weftInvalidUsage = 5,    /* the call is wrong in this state (e.g. ranks disagree) */
+  weftRemoteError = 6,     /* a peer failed or vanished; the message names it */
+  weftInProgress = 7,      /* an operation has not completed yet (weftTest) */
+  weftTimeout = 8,         /* a wait passed its deadline; the message names what was awaited */
+  weftAborted = 9,         /* the communicator was aborted */
   weftNumResults = 10
 } weftResult_t;
 
@@ -104,11 +104,11 @@ typedef struct weftConfig_v1 {
   int checkMode;         /* 1: ranks compare each collective's arguments first (WEFT_CHECK) */
 } weftConfig_t;
 
-#define WEFT_CONFIG_INITIALIZER                                                      \
-  {                                                                                  \
-    sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE,                       \
-        WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_PTR,          \
-        WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_INT           \
+#define WEFT_CONFIG_INITIALIZER                                                        \
+  {                                                                                    \
+    sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE, WEFT_CONFIG_UNDEF_INT, \
+        WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_PTR,           \
+        WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_INT                                   \
   }
 
 /* ---- Version, errors ---------------------------------------------------------------------- */
@@ -164,7 +164,8 @@ WEFT_API weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
 WEFT_API weftResult_t weftTest(weftRequest_t* request, int* done);
 /* Waits until the call completes (returning its result and releasing the request, as weftTest
  * does) or until timeoutMs passes (returning weftTimeout; the request stays valid and the call
- * keeps running). timeoutMs < 0 waits without a limit of its own (the communicator's still holds). */
+ * keeps running). timeoutMs < 0 waits without a limit of its own (the communicator's still holds).
+ */
 WEFT_API weftResult_t weftWait(weftRequest_t* request, int timeoutMs);
 
 /* ---- Collectives --------------------------------------------------------------------------
@@ -181,8 +182,8 @@ WEFT_API weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t
                                     weftRequest_t* request);
 /* recvbuff is written on root only. */
 WEFT_API weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                 weftDataType_t datatype, weftRedOp_t op, int root,
-                                 weftComm_t comm, weftRequest_t* request);
+                                 weftDataType_t datatype, weftRedOp_t op, int root, weftComm_t comm,
+                                 weftRequest_t* request);
 /* recvbuff holds nranks * sendcount elements, rank r's block at r * sendcount. */
 WEFT_API weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                     weftDataType_t datatype, weftComm_t comm,

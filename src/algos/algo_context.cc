@@ -5,7 +5,9 @@
 
 namespace weft {
 
-void OpResources::AlignedFree::operator()(std::byte* p) const { std::free(p); }
+void OpResources::AlignedFree::operator()(std::byte* p) const {
+  std::free(p);
+}
 
 OpResources::OpResources(int nranks) : sendCounters(nranks), recvCounters(nranks) {}
 
@@ -55,8 +57,7 @@ AlgoContext::AlgoContext(Fabric& fabric, OpResources& resources, int rank, int n
 
 Xfer* AlgoContext::post(Xfer::Kind kind, int peer, void* buf, size_t bytes) {
   Xfer* xfer = resources_.nextXfer();
-  auto& counters =
-      kind == Xfer::Kind::kSend ? resources_.sendCounters : resources_.recvCounters;
+  auto& counters = kind == Xfer::Kind::kSend ? resources_.sendCounters : resources_.recvCounters;
   xfer->kind = kind;
   xfer->peer = peer;
   xfer->buf = buf;

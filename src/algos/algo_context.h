@@ -33,7 +33,7 @@ class OpResources {
   uint32_t nextIndex(std::vector<std::pair<uint64_t, uint32_t>>& counters, int peer);
   uint64_t tagBase() const { return tagBase_; }
 
-  uint64_t windowRound = 0;  // see AlgoContext::nextWindowRound
+  uint64_t windowRound = 0;                                 // see AlgoContext::nextWindowRound
   std::vector<std::pair<uint64_t, uint32_t>> sendCounters;  // (tagBase, next index) per peer
   std::vector<std::pair<uint64_t, uint32_t>> recvCounters;
 

@@ -13,8 +13,8 @@ bool hasReduction(CollType coll) {
          coll == CollType::kReduceScatter;
 }
 bool hasRoot(CollType coll) {
-  return coll == CollType::kBroadcast || coll == CollType::kReduce ||
-         coll == CollType::kGather || coll == CollType::kScatter;
+  return coll == CollType::kBroadcast || coll == CollType::kReduce || coll == CollType::kGather ||
+         coll == CollType::kScatter;
 }
 }  // namespace
 
@@ -58,13 +58,24 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
   bool needSend = true;
   bool needRecv = true;
   switch (args.coll) {
-    case CollType::kBroadcast: needSend = isRoot; break;
+    case CollType::kBroadcast:
+      needSend = isRoot;
+      break;
     case CollType::kReduce:
-    case CollType::kGather: needRecv = isRoot; break;
-    case CollType::kScatter: needSend = isRoot; break;
-    case CollType::kSend: needRecv = false; break;
-    case CollType::kRecv: needSend = false; break;
-    default: break;
+    case CollType::kGather:
+      needRecv = isRoot;
+      break;
+    case CollType::kScatter:
+      needSend = isRoot;
+      break;
+    case CollType::kSend:
+      needRecv = false;
+      break;
+    case CollType::kRecv:
+      needSend = false;
+      break;
+    default:
+      break;
   }
   auto missing = [&](const char* buffer) {
     return invalidArgument(std::string(fn) + ": " + buffer + " is NULL but count is " +

@@ -26,8 +26,8 @@ struct weftComm {
   int nranks = 0;
   weft::CommConfig config;
   std::vector<weft::PeerInfo> peers;
-  int nodes = 1;       // distinct host identities
-  int localRanks = 1;  // ranks on this rank's host that it reaches through shared memory
+  int nodes = 1;        // distinct host identities
+  int localRanks = 1;   // ranks on this rank's host that it reaches through shared memory
   weft::Layout layout;  // what the tuner's choices depend on
 
   std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
@@ -59,8 +59,7 @@ Status executeOp(weftComm* comm, const Op& op);
 void markFailed(weftComm* comm, const Status& why);
 Status commFailure(weftComm* comm);
 // Collective over comm: see weftCommSplit.
-Status splitComm(weftComm* comm, int color, int key, const CommConfig& config,
-                 weftComm** newcomm);
+Status splitComm(weftComm* comm, int color, int key, const CommConfig& config, weftComm** newcomm);
 // Frees everything; graceful tells peers this rank leaves on purpose.
 void releaseComm(weftComm* comm, bool graceful);
 

@@ -15,7 +15,9 @@ namespace {
 // Tags: bit 63 marks point-to-point traffic; bits 32..62 hold the operation's sequence number
 // (or the pair's message count), bits 0..31 the message index within the operation.
 constexpr uint64_t kPointToPointBit = 1ull << 63;
-uint64_t tagBaseFor(uint64_t seq) { return (seq & 0x7fffffffu) << 32; }
+uint64_t tagBaseFor(uint64_t seq) {
+  return (seq & 0x7fffffffu) << 32;
+}
 
 Status runCollective(weftComm* comm, const CollArgs& args) {
   const uint64_t seq = ++comm->collectiveSeq;

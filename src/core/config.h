@@ -17,7 +17,7 @@ struct CommConfig {
   std::string transport;  // "" = automatic
   std::string hostId;     // "" = detect
   std::string commName;
-  bool checkMode = false;  // compare every collective's arguments across ranks before running it
+  bool checkMode = false;   // compare every collective's arguments across ranks before running it
   int64_t spinMicros = -1;  // -1 = decide from the layout
   size_t sliceBytes = 512 * 1024;
   size_t shmWindowBytes = 8 << 20;

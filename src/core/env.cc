@@ -18,7 +18,8 @@ constexpr Variable kVariables[] = {
      "pid."},
     // Communicator behaviour.
     {"WEFT_ALGO", "",
-     "Force algorithms, e.g. 'ring' or 'allreduce=ring,broadcast=chain' (names: docs/ALGORITHMS.md)."},
+     "Force algorithms, e.g. 'ring' or 'allreduce=ring,broadcast=chain' (names: "
+     "docs/ALGORITHMS.md)."},
     {"WEFT_CHECK", "0",
      "1: before each collective the ranks compare its arguments (collective, count, datatype, "
      "op, root) and a mismatch fails the call on every rank with weftInvalidUsage instead of "
@@ -87,7 +88,9 @@ const Variable& find(const char* name) {
 
 }  // namespace
 
-std::span<const Variable> table() { return kVariables; }
+std::span<const Variable> table() {
+  return kVariables;
+}
 
 std::optional<std::string> get(const char* name) {
   find(name);
@@ -96,7 +99,9 @@ std::optional<std::string> get(const char* name) {
   return std::string(value);
 }
 
-bool isSet(const char* name) { return get(name).has_value(); }
+bool isSet(const char* name) {
+  return get(name).has_value();
+}
 
 std::string getString(const char* name) {
   auto value = get(name);

@@ -6,9 +6,13 @@ namespace weft {
 
 Executor::Executor(RunFn run) : run_(std::move(run)) {}
 
-Executor::~Executor() { stop(); }
+Executor::~Executor() {
+  stop();
+}
 
-void Executor::start() { thread_ = std::thread([this] { serve(); }); }
+void Executor::start() {
+  thread_ = std::thread([this] { serve(); });
+}
 
 bool Executor::tryRunFront(std::unique_lock<std::mutex>& lock) {
   bool idle = false;

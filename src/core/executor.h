@@ -101,7 +101,7 @@ class Executor {
   std::atomic<bool> running_{false};
   std::atomic<size_t> queued_{0};
   std::atomic<int> finishWaiters_{0};  // threads waiting on finished_
-  int helpers_ = 0;  // threads inside waitFor(): the progress thread stands aside
+  int helpers_ = 0;                    // threads inside waitFor(): the progress thread stands aside
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

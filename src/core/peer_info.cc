@@ -8,8 +8,12 @@ namespace {
 constexpr uint32_t kVersion = 1;
 constexpr size_t kMaxStringBytes = 4096;
 
-void putU32(std::string& out, uint32_t value) { out.append(reinterpret_cast<char*>(&value), 4); }
-void putU64(std::string& out, uint64_t value) { out.append(reinterpret_cast<char*>(&value), 8); }
+void putU32(std::string& out, uint32_t value) {
+  out.append(reinterpret_cast<char*>(&value), 4);
+}
+void putU64(std::string& out, uint64_t value) {
+  out.append(reinterpret_cast<char*>(&value), 8);
+}
 void putString(std::string& out, const std::string& value) {
   putU32(out, static_cast<uint32_t>(value.size()));
   out += value;

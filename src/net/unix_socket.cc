@@ -85,7 +85,8 @@ Status acceptUnix(const Socket& listener, Deadline deadline, Socket* out) {
       *out = Socket(fd);
       return Status::ok();
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && !isTransientAcceptError(errno)) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+        !isTransientAcceptError(errno)) {
       return systemError("accept(unix)", errno);
     }
     WEFT_TRY(waitFor(listener.fd(), POLLIN, deadline, "waiting for a local peer to connect"));
@@ -175,8 +176,8 @@ Status recvWithFds(int socket, void* data, size_t bytes, size_t fdCount, std::ve
   if (fds->size() != fdCount) {
     size_t count = fds->size();
     closeAll();
-    return invalidUsage("expected " + std::to_string(fdCount) + " descriptors from a local peer, got " +
-                        std::to_string(count));
+    return invalidUsage("expected " + std::to_string(fdCount) +
+                        " descriptors from a local peer, got " + std::to_string(count));
   }
   return Status::ok();
 }

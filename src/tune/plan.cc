@@ -6,13 +6,15 @@ namespace weft {
 namespace {
 
 constexpr const char* kNames[kNumAlgoIds] = {
-    "ring",   "recursive_doubling", "binomial",  "chain",     "pairwise",
-    "dissemination", "direct", "p2p",  "shm_flat", "shm_direct",
+    "ring", "recursive_doubling", "binomial",   "chain", "pairwise", "dissemination", "direct",
+    "p2p",  "shm_flat",           "shm_direct",
 };
 
 }  // namespace
 
-const char* algoName(AlgoId algo) { return kNames[static_cast<int>(algo)]; }
+const char* algoName(AlgoId algo) {
+  return kNames[static_cast<int>(algo)];
+}
 
 bool algoFromName(const char* name, AlgoId* out) {
   for (int i = 0; i < kNumAlgoIds; ++i) {

@@ -15,7 +15,9 @@ constexpr size_t kSmallMessageBytes = 64 * 1024;
 // 2(n-1)/n of it in 2(n-1) steps. The step count, not the bytes, decides below the crossover,
 // which moves up with n: measured on loopback TCP at 16-32 KiB for 2 ranks and 128-256 KiB for
 // 4 (oversubscribed) ranks (docs/ALGORITHMS.md). The cost-model tuner will replace this rule.
-size_t recursiveDoublingLimit(int nranks) { return 32 * 1024 * static_cast<size_t>(nranks - 1); }
+size_t recursiveDoublingLimit(int nranks) {
+  return 32 * 1024 * static_cast<size_t>(nranks - 1);
+}
 
 // One host with shared memory: the direct algorithms work in place in the shared windows.
 // Below kShmFlatBytes every rank reduces everything itself (one round of flags); above, each

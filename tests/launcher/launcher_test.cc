@@ -334,10 +334,10 @@ TEST_CASE("a failing rank ends the job with its status", "[launcher]") {
 TEST_CASE("with --keep-going the others run on after a rank fails", "[launcher]") {
   TempDir dir;
   // Rank 0 fails at once; rank 1 waits for that, then finishes its work and exits 0.
-  RunResult run = RunWeftrun(
-      {"--keep-going", "-n", "2", "sh", "-c",
-       "cd " + dir.path() + "; if [ $WEFT_RANK = 0 ]; then touch failed; exit 5; fi; " +
-           AwaitFile("failed") + "sleep 0.3; touch finished"});
+  RunResult run =
+      RunWeftrun({"--keep-going", "-n", "2", "sh", "-c",
+                  "cd " + dir.path() + "; if [ $WEFT_RANK = 0 ]; then touch failed; exit 5; fi; " +
+                      AwaitFile("failed") + "sleep 0.3; touch finished"});
   CHECK(run.status == 5);
   CHECK_FALSE(run.hung);
   CHECK(std::filesystem::exists(dir.File("finished")));

@@ -50,7 +50,8 @@ long residentKib() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (const char* undumpable = std::getenv("WEFT_TEST_UNDUMPABLE"); undumpable && *undumpable == '1') {
+  if (const char* undumpable = std::getenv("WEFT_TEST_UNDUMPABLE");
+      undumpable && *undumpable == '1') {
     refuseCrossMemoryReads();
   }
   weftComm_t comm = nullptr;

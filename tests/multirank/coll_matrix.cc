@@ -1,9 +1,9 @@
 #include "multirank/coll_matrix.h"
 
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <random>
-#include <functional>
 #include <sstream>
 
 #include "multirank/coll_values.h"
@@ -11,12 +11,12 @@
 namespace weft::test {
 namespace {
 
-constexpr weftDataType_t kAllTypes[] = {weftInt8,  weftUint8,   weftInt32,   weftUint32,
-                                        weftInt64, weftUint64,  weftFloat16, weftFloat32,
+constexpr weftDataType_t kAllTypes[] = {weftInt8,    weftUint8,   weftInt32,   weftUint32,
+                                        weftInt64,   weftUint64,  weftFloat16, weftFloat32,
                                         weftFloat64, weftBfloat16};
 constexpr weftRedOp_t kAllOps[] = {weftSum, weftProd, weftMax, weftMin, weftAvg};
-constexpr const char* kTypeNames[] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
-                                      "uint64",  "float16", "float32", "float64", "bfloat16"};
+constexpr const char* kTypeNames[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
+                                      "uint64", "float16", "float32", "float64", "bfloat16"};
 constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
 constexpr size_t kMaxMessages = 8;
 
@@ -218,7 +218,8 @@ class Runner {
         const int prev = (rank_ + nranks_ - 1) % nranks_;
         for (size_t i = 0; i < c.count; ++i) storeValue(c.type, s, i, input(rank_, i));
         checkCount = c.count;
-        for (size_t i = 0; i < c.count; ++i) storeValue(c.type, expected_.data(), i, input(prev, i));
+        for (size_t i = 0; i < c.count; ++i)
+          storeValue(c.type, expected_.data(), i, input(prev, i));
         call = [&, s, r, next, prev](weftRequest_t* q) {
           weftGroupStart();
           weftResult_t sent = weftSend(s, c.count, c.type, next, comm_, nullptr);
@@ -234,8 +235,8 @@ class Runner {
     ++result_.calls;
     weftResult_t status = issue(call);
     if (status != weftSuccess) {
-      fail(c, std::string("returned ") + weftGetErrorString(status) + ": " +
-                  weftGetLastError(comm_));
+      fail(c,
+           std::string("returned ") + weftGetErrorString(status) + ": " + weftGetLastError(comm_));
       return false;
     }
     for (size_t i = checkFrom; i < checkFrom + checkCount; ++i) {
@@ -281,16 +282,16 @@ class Runner {
 }  // namespace
 
 const char* collLabel(Coll coll) {
-  constexpr const char* kLabels[] = {"allreduce", "broadcast", "reduce",  "allgather",
-                                     "reducescatter", "alltoall", "gather", "scatter",
-                                     "barrier", "sendrecv"};
+  constexpr const char* kLabels[] = {"allreduce",     "broadcast", "reduce", "allgather",
+                                     "reducescatter", "alltoall",  "gather", "scatter",
+                                     "barrier",       "sendrecv"};
   return kLabels[static_cast<int>(coll)];
 }
 
 std::vector<Coll> allColls() {
-  return {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
-          Coll::kReduceScatter, Coll::kAlltoAll, Coll::kGather, Coll::kScatter,
-          Coll::kBarrier, Coll::kSendRecv};
+  return {Coll::kAllReduce,     Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
+          Coll::kReduceScatter, Coll::kAlltoAll,  Coll::kGather, Coll::kScatter,
+          Coll::kBarrier,       Coll::kSendRecv};
 }
 
 std::vector<size_t> sizeClasses(int nranks) {

@@ -15,8 +15,18 @@
 
 namespace weft::test {
 
-enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll,
-                  kGather, kScatter, kBarrier, kSendRecv };
+enum class Coll {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kBarrier,
+  kSendRecv
+};
 const char* collLabel(Coll coll);
 std::vector<Coll> allColls();
 

@@ -16,7 +16,8 @@ namespace weft::test {
 inline std::string runAsThreadsWith(int n, const std::function<void(weftComm_t, int)>& body,
                                     const std::function<const weftConfig_t*(int)>& configFor) {
   weftUniqueId id;
-  if (weftGetUniqueId(&id) != weftSuccess) return std::string("weftGetUniqueId: ") + weftGetLastError(nullptr);
+  if (weftGetUniqueId(&id) != weftSuccess)
+    return std::string("weftGetUniqueId: ") + weftGetLastError(nullptr);
   std::vector<std::string> errors(n);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < n; ++rank) {

@@ -31,13 +31,16 @@ void checkMatrix(int n, const MatrixOptions& options,
   MatrixResult total;
   std::vector<weftConfig_t> configs(n, weftConfig_t(WEFT_CONFIG_INITIALIZER));
   for (int rank = 0; hostOf && rank < n; ++rank) configs[rank].hostId = hostOf(rank);
-  std::string initErrors = runAsThreadsWith(n, [&](weftComm_t comm, int) {
-    MatrixResult result = runMatrix(comm, options);
-    std::lock_guard<std::mutex> lock(mutex);
-    total.calls += result.calls;
-    total.failures += result.failures;
-    total.messages.insert(total.messages.end(), result.messages.begin(), result.messages.end());
-  }, [&](int rank) { return &configs[rank]; });
+  std::string initErrors = runAsThreadsWith(
+      n,
+      [&](weftComm_t comm, int) {
+        MatrixResult result = runMatrix(comm, options);
+        std::lock_guard<std::mutex> lock(mutex);
+        total.calls += result.calls;
+        total.failures += result.failures;
+        total.messages.insert(total.messages.end(), result.messages.begin(), result.messages.end());
+      },
+      [&](int rank) { return &configs[rank]; });
   INFO(initErrors);
   REQUIRE(initErrors.empty());
   std::string messages;
@@ -46,7 +49,6 @@ void checkMatrix(int n, const MatrixOptions& options,
   CHECK(total.failures == 0);
   CHECK(total.calls > 0);
 }
-
 
 }  // namespace
 
@@ -89,9 +91,9 @@ TEST_CASE("forced algorithms with tiny pipeline slices", "[threads]") {
   // Slices of 256 bytes make the large size class span hundreds of slices, exercising the
   // pipelines' receive windows and slot reuse.
   ScopedEnv slices("WEFT_SLICE_BYTES", "256");
-  const char* algos = GENERATE(
-      "allreduce=ring,broadcast=chain,reduce=chain,allgather=ring,reducescatter=ring",
-      "allreduce=recursive_doubling,broadcast=binomial,reduce=binomial");
+  const char* algos =
+      GENERATE("allreduce=ring,broadcast=chain,reduce=chain,allgather=ring,reducescatter=ring",
+               "allreduce=recursive_doubling,broadcast=binomial,reduce=binomial");
   const char* transport = GENERATE("shm", "tcp");
   int n = GENERATE(2, 3, 5, 8);
   CAPTURE(algos, transport, n);

@@ -79,9 +79,9 @@ class Lane {
   bool hungUp = false;
   bool unexpected = false;  // data arrived while no receive was posted
   bool departed = false;
-  bool noticed = false;     // the peer sent a failure notice
-  int noticeCulprit = -1;   // the rank it named (-1: none)
-  bool active = false;  // listed in the transport's active set
+  bool noticed = false;    // the peer sent a failure notice
+  int noticeCulprit = -1;  // the rank it named (-1: none)
+  bool active = false;     // listed in the transport's active set
 
  private:
   int fd_;

@@ -213,8 +213,7 @@ TEST_CASE("port scans and a one-byte-at-a-time sender do not stall the rendezvou
   });
   auto start = std::chrono::steady_clock::now();
   std::vector<RankResult> ranks = createRanks(id, 4);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stop = true;
   dribbler.join();
   requireAllOk(ranks);

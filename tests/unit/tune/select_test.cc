@@ -14,8 +14,12 @@ CollArgs args(CollType coll, size_t count, weftDataType_t type = weftFloat32) {
   return a;
 }
 
-Layout net(int nranks) { return Layout{nranks, false, 0}; }
-Layout oneHost(int nranks) { return Layout{nranks, true, 4 << 20}; }
+Layout net(int nranks) {
+  return Layout{nranks, false, 0};
+}
+Layout oneHost(int nranks) {
+  return Layout{nranks, true, 4 << 20};
+}
 
 }  // namespace
 
@@ -51,7 +55,8 @@ TEST_CASE("forcing a shared-memory algorithm across hosts is refused at init", "
 
 TEST_CASE("small all-reduces use recursive doubling, large ones the ring", "[tune]") {
   AlgoOverrides none;
-  CHECK(choosePlan(args(CollType::kAllReduce, 2), net(4), none, 4096).algo == AlgoId::kRecursiveDoubling);
+  CHECK(choosePlan(args(CollType::kAllReduce, 2), net(4), none, 4096).algo ==
+        AlgoId::kRecursiveDoubling);
   CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), net(4), none, 4096).algo == AlgoId::kRing);
   // The crossover grows with the rank count: 64 KiB is a ring for 2 ranks, not for 4.
   CHECK(choosePlan(args(CollType::kAllReduce, 16384), net(2), none, 4096).algo == AlgoId::kRing);
@@ -71,11 +76,13 @@ TEST_CASE("WEFT_ALGO forces algorithms globally or per collective", "[tune]") {
   REQUIRE(parseAlgoOverrides("ring", &overrides).isOk());
   CHECK(choosePlan(args(CollType::kAllReduce, 2), net(4), overrides, 4096).algo == AlgoId::kRing);
   CHECK(choosePlan(args(CollType::kAllGather, 2), net(4), overrides, 4096).algo == AlgoId::kRing);
-  CHECK(choosePlan(args(CollType::kBroadcast, 2), net(4), overrides, 4096).algo == AlgoId::kBinomial);
+  CHECK(choosePlan(args(CollType::kBroadcast, 2), net(4), overrides, 4096).algo ==
+        AlgoId::kBinomial);
 
   REQUIRE(parseAlgoOverrides("broadcast=chain,reduce=binomial", &overrides).isOk());
   CHECK(choosePlan(args(CollType::kBroadcast, 2), net(4), overrides, 4096).algo == AlgoId::kChain);
-  CHECK(choosePlan(args(CollType::kReduce, 1 << 22), net(4), overrides, 4096).algo == AlgoId::kBinomial);
+  CHECK(choosePlan(args(CollType::kReduce, 1 << 22), net(4), overrides, 4096).algo ==
+        AlgoId::kBinomial);
 }
 
 TEST_CASE("WEFT_ALGO errors name the bad token", "[tune]") {
