@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config      # toolchain
   catch2                                # tests (Catch2 v2, single header)
   libssl-dev                            # HMAC authentication (libcrypto)
+  libhwloc-dev                          # machine topology (cores, NUMA, NICs)
   iproute2 procps                       # network namespaces and process checks in tests
 )
 # The fuzzer (scripts/fuzz.sh): clang ships libFuzzer.

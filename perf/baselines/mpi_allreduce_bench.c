@@ -3,7 +3,8 @@
  * printing size, time in microseconds and busbw (2(n-1)/n x bytes / time). Like all_reduce_perf
  * (and nccl-tests), successive calls walk through the whole MAX_BYTES allocation, so a size that
  * fits in cache is not timed from buffers that one call leaves warm for the next.
- *   mpirun -np 2 ./mpi_allreduce_bench MIN_BYTES MAX_BYTES ITERS WARMUP */
+ *   mpirun -np 2 ./mpi_allreduce_bench MIN_BYTES MAX_BYTES ITERS WARMUP [FACTOR]
+ * FACTOR (default 2) is the step between sizes, like all_reduce_perf -f. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   size_t maxBytes = argc > 2 ? strtoull(argv[2], NULL, 10) : 64 << 20;
   int iters = argc > 3 ? atoi(argv[3]) : 20;
   int warmup = argc > 4 ? atoi(argv[4]) : 5;
+  size_t factor = argc > 5 ? strtoull(argv[5], NULL, 10) : 2;
+  if (factor < 2) factor = 2;
   char* send = malloc(maxBytes);
   char* recv = malloc(maxBytes);
   /* Both buffers are written once here, so no timed call pays for first-touch page faults. */
@@ -25,7 +28,7 @@ int main(int argc, char** argv) {
     ((float*)recv)[i] = 0.0f;
   }
   if (rank == 0) printf("# size_bytes time_us busbw_GBps\n");
-  for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= 2) {
+  for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
     int count = (int)(bytes / sizeof(float));
     size_t steps = maxBytes / bytes;
     for (int i = 0; i < warmup; ++i) {

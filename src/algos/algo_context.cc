@@ -1,5 +1,6 @@
 #include "algos/algo_context.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -43,10 +44,11 @@ uint32_t OpResources::nextIndex(std::vector<std::pair<uint64_t, uint32_t>>& coun
   return next++;
 }
 
-AlgoContext::AlgoContext(Fabric& fabric, OpResources& resources, int rank, int nranks,
-                         const CollArgs& args, const Plan& plan)
+AlgoContext::AlgoContext(Fabric& fabric, OpResources& resources, const topo::NodeLayout& nodes,
+                         int rank, int nranks, const CollArgs& args, const Plan& plan)
     : fabric_(fabric),
       resources_(resources),
+      nodes_(nodes),
       rank_(rank),
       nranks_(nranks),
       args_(args),
@@ -55,7 +57,24 @@ AlgoContext::AlgoContext(Fabric& fabric, OpResources& resources, int rank, int n
       reducer_(reduce::kernelFor(args.type, args.op)),
       firstPosted_(resources.posted().size()) {}
 
+AlgoContext::AlgoContext(const AlgoContext& whole, std::vector<int> members, const CollArgs& args,
+                         const Plan& plan)
+    : fabric_(whole.fabric_),
+      resources_(whole.resources_),
+      nodes_(whole.nodes_),
+      members_(std::move(members)),
+      rank_(static_cast<int>(
+          std::find(members_.begin(), members_.end(), whole.commRank(whole.rank_)) -
+          members_.begin())),
+      nranks_(static_cast<int>(members_.size())),
+      args_(args),
+      plan_(plan),
+      typeSize_(reduce::typeSize(args.type)),
+      reducer_(reduce::kernelFor(args.type, args.op)),
+      firstPosted_(resources_.posted().size()) {}
+
 Xfer* AlgoContext::post(Xfer::Kind kind, int peer, void* buf, size_t bytes) {
+  peer = commRank(peer);
   Xfer* xfer = resources_.nextXfer();
   auto& counters = kind == Xfer::Kind::kSend ? resources_.sendCounters : resources_.recvCounters;
   xfer->kind = kind;

@@ -13,6 +13,7 @@
 #include "core/fabric.h"
 #include "core/op.h"
 #include "reduce/reduce.h"
+#include "topo/node_layout.h"
 #include "tune/plan.h"
 
 namespace weft {
@@ -51,7 +52,12 @@ class OpResources {
 
 class AlgoContext {
  public:
-  AlgoContext(Fabric& fabric, OpResources& resources, int rank, int nranks, const CollArgs& args,
+  AlgoContext(Fabric& fabric, OpResources& resources, const topo::NodeLayout& nodes, int rank,
+              int nranks, const CollArgs& args, const Plan& plan);
+  // A view of a sub-group for composed (two-level) algorithms: `members` lists communicator
+  // ranks, and the view's rank i is members[i]. The caller's rank must be a member; `args` and
+  // `plan` must outlive the view. Sub-groups never use the shared windows.
+  AlgoContext(const AlgoContext& whole, std::vector<int> members, const CollArgs& args,
               const Plan& plan);
 
   int rank() const { return rank_; }
@@ -59,6 +65,10 @@ class AlgoContext {
   const CollArgs& args() const { return args_; }
   const Plan& plan() const { return plan_; }
   size_t typeSize() const { return typeSize_; }
+  // Which communicator ranks share a node (only meaningful on the whole communicator's view).
+  const topo::NodeLayout& nodes() const { return nodes_; }
+  // The communicator rank behind this view's rank.
+  int commRank(int rank) const { return members_.empty() ? rank : members_[rank]; }
 
   Xfer* send(int peer, const void* buf, size_t bytes);
   Xfer* recv(int peer, void* buf, size_t bytes);
@@ -75,7 +85,7 @@ class AlgoContext {
 
   // Shared memory of the ranks of this host (nullptr without the shm transport). The direct
   // algorithms use it only when the whole communicator is on one host.
-  SharedWindows* windows() const { return fabric_.windows(); }
+  SharedWindows* windows() const { return members_.empty() ? fabric_.windows() : nullptr; }
   // A new round of window use: every local rank numbers its rounds alike, since all run the
   // same operations in the same order.
   uint64_t nextWindowRound() { return ++resources_.windowRound; }
@@ -97,6 +107,8 @@ class AlgoContext {
 
   Fabric& fabric_;
   OpResources& resources_;
+  const topo::NodeLayout& nodes_;
+  std::vector<int> members_;  // empty: the whole communicator
   int rank_;
   int nranks_;
   const CollArgs& args_;

@@ -28,6 +28,14 @@ Status broadcastShmDirect(AlgoContext& context);
 Status reduceShmDirect(AlgoContext& context);
 Status allgatherShmDirect(AlgoContext& context);
 Status reduceScatterShmDirect(AlgoContext& context);
+Status allreduceTree(AlgoContext& context);
+Status allreduceRabenseifner(AlgoContext& context);
+Status allgatherRecursiveDoubling(AlgoContext& context);
+Status allgatherBruck(AlgoContext& context);
+Status allreduceTwoLevelLeader(AlgoContext& context);
+Status allreduceTwoLevelSplit(AlgoContext& context);
+Status allgatherTwoLevel(AlgoContext& context);
+Status broadcastTwoLevel(AlgoContext& context);
 
 // Copies `bytes` unless source and destination are the same memory (in-place calls).
 void copyUnlessSame(void* dst, const void* src, size_t bytes);

@@ -30,6 +30,14 @@ constexpr Entry kAlgorithms[] = {
     {CollType::kReduce, AlgoId::kShmDirect, reduceShmDirect},
     {CollType::kAllGather, AlgoId::kShmDirect, allgatherShmDirect},
     {CollType::kReduceScatter, AlgoId::kShmDirect, reduceScatterShmDirect},
+    {CollType::kAllReduce, AlgoId::kTree, allreduceTree},
+    {CollType::kAllReduce, AlgoId::kRabenseifner, allreduceRabenseifner},
+    {CollType::kAllGather, AlgoId::kRecursiveDoubling, allgatherRecursiveDoubling},
+    {CollType::kAllGather, AlgoId::kBruck, allgatherBruck},
+    {CollType::kAllReduce, AlgoId::kTwoLevelLeader, allreduceTwoLevelLeader},
+    {CollType::kAllReduce, AlgoId::kTwoLevelSplit, allreduceTwoLevelSplit},
+    {CollType::kAllGather, AlgoId::kTwoLevelLeader, allgatherTwoLevel},
+    {CollType::kBroadcast, AlgoId::kTwoLevelLeader, broadcastTwoLevel},
 };
 
 }  // namespace

@@ -118,7 +118,8 @@ Status checkCallsMatch(weftComm* comm, const Op& op, bool* mismatch) {
   comm->fabric->setCurrentOp("check-mode exchange before", nextSeq, collName(CollType(mine.coll)));
   CollArgs none;
   Plan plan;
-  AlgoContext exchange(*comm->fabric, *comm->resources, comm->rank, comm->nranks, none, plan);
+  AlgoContext exchange(*comm->fabric, *comm->resources, comm->layout.nodes, comm->rank,
+                       comm->nranks, none, plan);
   for (int peer = 0; peer < comm->nranks; ++peer) {
     if (peer == comm->rank) continue;
     exchange.send(peer, &mine, sizeof(mine));

@@ -4,22 +4,19 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <set>
 
 #include "algos/algo_context.h"
 #include "core/log.h"
 #include "topo/host_id.h"
+#include "topo/machine.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
+#include "tune/calibrate.h"
 
 namespace weft {
 namespace {
-
-int usableCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
-  return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-}
 
 // Polling before sleeping saves the wake-up latency (an eventfd wake costs ~10 us here, more
 // than a small all-reduce). When ranks outnumber cores a plain poll would burn the time slice
@@ -27,10 +24,12 @@ int usableCores() {
 // the wait still ends in a sleep after the budget (4 ranks on 2 cores: 8-byte all-reduce
 // 17 us sleeping at once, 4.5 us yielding; see docs/PERFORMANCE.md).
 void choosePolling(weftComm& comm) {
+  // Ranks that share this machine's CPUs: same kernel, whatever their host names say.
   int local = 0;
-  for (const PeerInfo& peer : comm.peers) local += peer.hostId == comm.peers[comm.rank].hostId;
+  for (const PeerInfo& peer : comm.peers)
+    local += peer.machineId == comm.peers[comm.rank].machineId;
   int64_t micros = comm.config.spinMicros >= 0 ? comm.config.spinMicros : 50;
-  comm.fabric->setPolling(micros, local > usableCores());
+  comm.fabric->setPolling(micros, local > topo::thisMachine().hardwareThreads);
 }
 
 Status exchangeDescriptions(weftComm* comm, PeerInfo self, const bootstrap::UniqueIdContents& id,
@@ -98,6 +97,7 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   PeerInfo self;
   self.rank = rank;
   self.hostId = topo::hostIdentity(config.hostId);
+  self.machineId = topo::machineIdentity();
   self.pid = static_cast<int32_t>(getpid());
   self.hostName = topo::hostName();
   // Both transports become reachable before the layout is known; the one without peers closes.
@@ -132,6 +132,11 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
     comm->localRanks = static_cast<int>(shmPeers.size()) + 1;
   }
   comm->layout.nranks = nranks;
+  std::vector<uint64_t> hostIds;
+  for (const PeerInfo& peer : comm->peers) hostIds.push_back(peer.hostId);
+  comm->layout.nodes = topo::buildNodeLayout(hostIds);
+  comm->layout.cost = tune::buildCostLayout(comm->layout.nodes, config.transport != "tcp");
+  comm->layout.params = config.costs;
   if (SharedWindows* windows = comm->fabric->windows()) {
     comm->layout.oneHostShm = windows->localSize() == nranks;
     comm->layout.windowAreaBytes = windows->windowBytes() / 2;
@@ -139,14 +144,27 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   WEFT_TRY(checkOverrides(config.algos, comm->layout));
 
   comm->resources = std::make_unique<OpResources>(nranks);
+  if (config.calibrate > 0 && nranks > 1) {
+    const auto& nodes = comm->layout.nodes;
+    char key[40];
+    std::snprintf(key, sizeof(key), "%016llx-%016llx",
+                  static_cast<unsigned long long>(comm->peers[0].hostId),
+                  static_cast<unsigned long long>(
+                      comm->peers[nodes.nodes() > 1 ? nodes.leaderOf(1) : 0].hostId));
+    tune::CalibrationSetup setup{rank, nranks, config.calibrate == 2, key};
+    WEFT_TRY(
+        tune::calibrateLinks(*comm->fabric, *comm->resources, nodes, setup, &comm->layout.params));
+  }
   comm->p2pSent.assign(nranks, 0);
   comm->p2pReceived.assign(nranks, 0);
   weftComm* raw = comm.get();
   comm->executor = std::make_shared<Executor>([raw](const Op& op) { return executeOp(raw, op); });
   comm->executor->start();
   if (rank == 0) {
-    WEFT_INFO("comm %s: %d ranks on %d host(s), %s, timeout %lld s",
-              config.commName.empty() ? "-" : config.commName.c_str(), nranks, comm->nodes,
+    WEFT_INFO("host %s: %s", self.hostName.c_str(), topo::thisMachine().summary().c_str());
+    WEFT_INFO("comm %s: %s; %s, timeout %lld s",
+              config.commName.empty() ? "-" : config.commName.c_str(),
+              comm->layout.nodes.summary().c_str(),
               config.transport.empty() ? "shm within hosts, tcp between them"
                                        : ("transport " + config.transport).c_str(),
               static_cast<long long>(config.timeoutMs / 1000));

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -40,6 +41,9 @@ struct weftComm {
   std::vector<uint32_t> p2pSent;      // messages sent to each peer by Send
   std::vector<uint32_t> p2pReceived;  // messages received from each peer by Recv
   std::string opLabel;
+  // Plans already chosen, by (collective, datatype, count): the choice is computed and logged
+  // once per distinct call shape.
+  std::unordered_map<uint64_t, weft::Plan> plans;
 
   // Set once an operation fails for a reason that leaves the connections unusable.
   std::mutex failureMutex;

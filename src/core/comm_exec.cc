@@ -1,6 +1,8 @@
 // Executing an operation: a single call or a group's calls on one communicator. A group posts
 // its point-to-point transfers first (on every rank, so they can never wait on a collective),
 // then runs its collectives in issue order, then waits for the transfers.
+#include <cstdio>
+
 #include "algos/algo_context.h"
 #include "algos/algorithms.h"
 #include "core/call_check.h"
@@ -19,9 +21,45 @@ uint64_t tagBaseFor(uint64_t seq) {
   return (seq & 0x7fffffffu) << 32;
 }
 
+// "two_level_leader/ring 812 us (ring 1630, tree 900, ...)": the choice and the alternatives.
+void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
+  const size_t bytes = args.count * reduce::typeSize(args.type) *
+                       (args.coll == CollType::kAllGather ? comm->nranks : 1);
+  std::string text = algoName(plan.algo);
+  if (plan.algo == AlgoId::kTwoLevelLeader || plan.algo == AlgoId::kTwoLevelSplit) {
+    text += std::string("/") + algoName(plan.inner);
+  }
+  std::vector<Candidate> ranked =
+      rankCandidates(args.coll, bytes, comm->layout, comm->config.sliceBytes);
+  if (ranked.empty()) {
+    text += " (size rule)";
+  } else {
+    char number[32];
+    std::snprintf(number, sizeof(number), "%.1f", plan.predictedMicros);
+    text += plan.predictedMicros > 0 ? std::string(", predicted ") + number + " us;" : " (forced);";
+    for (const Candidate& candidate : ranked) {
+      std::snprintf(number, sizeof(number), " %.1f", candidate.micros);
+      text += std::string(" ") + algoName(candidate.algo) + number;
+    }
+  }
+  WEFT_INFO("%s of %zu bytes (%s): %s", collName(args.coll), bytes, reduce::typeName(args.type),
+            text.c_str());
+}
+
+const Plan& planFor(weftComm* comm, const CollArgs& args) {
+  const uint64_t key = (static_cast<uint64_t>(args.coll) << 56) ^
+                       (static_cast<uint64_t>(args.type) << 48) ^ (args.count & ((1ull << 48) - 1));
+  auto found = comm->plans.find(key);
+  if (found != comm->plans.end()) return found->second;
+  if (comm->plans.size() >= 4096) comm->plans.clear();
+  Plan plan = choosePlan(args, comm->layout, comm->config.algos, comm->config.sliceBytes);
+  if (comm->rank == 0 && log::level() >= log::Level::kInfo) logDecision(comm, args, plan);
+  return comm->plans.emplace(key, plan).first->second;
+}
+
 Status runCollective(weftComm* comm, const CollArgs& args) {
   const uint64_t seq = ++comm->collectiveSeq;
-  const Plan plan = choosePlan(args, comm->layout, comm->config.algos, comm->config.sliceBytes);
+  const Plan plan = planFor(comm, args);
   AlgoFn run = findAlgorithm(args.coll, plan.algo);
   if (run == nullptr) {
     return internalError(std::string("no algorithm ") + algoName(plan.algo) + " for " +
@@ -32,7 +70,8 @@ Status runCollective(weftComm* comm, const CollArgs& args) {
   WEFT_TRACE("rank %d: %s #%llu %s count %zu %s", comm->rank, collName(args.coll),
              static_cast<unsigned long long>(seq), algoName(plan.algo), args.count,
              reduce::typeName(args.type));
-  AlgoContext context(*comm->fabric, *comm->resources, comm->rank, comm->nranks, args, plan);
+  AlgoContext context(*comm->fabric, *comm->resources, comm->layout.nodes, comm->rank, comm->nranks,
+                      args, plan);
   Status result = run(context);
   if (result.isOk()) result = context.waitAll();
   return result;

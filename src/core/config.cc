@@ -88,6 +88,16 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
   int64_t crossMemory = env::getInt("WEFT_SHM_CMA_MIN_BYTES");
   if (crossMemory < 0) return invalidArgument("WEFT_SHM_CMA_MIN_BYTES must be >= 0");
   out->shmCrossMemoryMinBytes = static_cast<size_t>(crossMemory);
+  if (auto net = env::get("WEFT_TUNE_NET")) {
+    WEFT_TRY(tune::parseLink(*net, &out->costs.net).withContext("WEFT_TUNE_NET"));
+  }
+  if (auto shm = env::get("WEFT_TUNE_SHM")) {
+    WEFT_TRY(tune::parseLink(*shm, &out->costs.shm).withContext("WEFT_TUNE_SHM"));
+  }
+  int64_t calibrate = env::getInt("WEFT_TUNE_CALIBRATE");
+  if (calibrate < 0 || calibrate > 2)
+    return invalidArgument("WEFT_TUNE_CALIBRATE must be 0, 1 or 2");
+  out->calibrate = static_cast<int>(calibrate);
   return parseAlgoOverrides(env::getString("WEFT_ALGO"), &out->algos);
 }
 

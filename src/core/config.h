@@ -23,6 +23,8 @@ struct CommConfig {
   size_t shmWindowBytes = 8 << 20;
   size_t shmCrossMemoryMinBytes = 64 << 10;
   AlgoOverrides algos;
+  tune::CostParams costs;  // the tuner's link costs
+  int calibrate = 0;       // 1: measure links at init unless cached; 2: always measure
 };
 
 // config may be NULL. Errors name the offending field or variable.

@@ -18,8 +18,9 @@ constexpr Variable kVariables[] = {
      "pid."},
     // Communicator behaviour.
     {"WEFT_ALGO", "",
-     "Force algorithms, e.g. 'ring' or 'allreduce=ring,broadcast=chain' (names: "
-     "docs/ALGORITHMS.md)."},
+     "Force algorithms, e.g. 'ring', 'allreduce=ring,broadcast=chain', or per size range "
+     "'allreduce:0-16K=tree,allreduce:16K-=ring' (bytes of the call's count; names: "
+     "docs/ALGORITHMS.md). Sizes no rule covers stay with the tuner."},
     {"WEFT_CHECK", "0",
      "1: before each collective the ranks compare its arguments (collective, count, datatype, "
      "op, root) and a mismatch fails the call on every rank with weftInvalidUsage instead of "
@@ -31,6 +32,20 @@ constexpr Variable kVariables[] = {
      "Microseconds a wait polls before it blocks (-1: 50). Where a host's ranks outnumber its "
      "cores each poll yields the core first."},
     {"WEFT_TIMEOUT", "300", "Seconds any internal wait may take before the call fails."},
+    {"WEFT_TUNE_CALIBRATE", "0",
+     "1: measure the network and shared-memory links with a short ping-pong at init (about "
+     "0.1-0.5 s) unless rank 0 has them cached in ~/.cache/weft; 2: measure now and refresh the "
+     "cache. The measured links replace WEFT_TUNE_NET and WEFT_TUNE_SHM."},
+    {"WEFT_TUNE_NET", "10Gbit,25us",
+     "The cost model's network link between nodes: bandwidth and per-message latency, e.g. "
+     "'1Gbit,50us' or '3GB/s,10us' (either part may be left out). Set it to what the network "
+     "really delivers; weft_tune shows what changes."},
+    {"WEFT_TUNE_SHM", "4GB/s,2us",
+     "The cost model's shared-memory link between ranks of a node: bandwidth per rank and "
+     "per-message latency."},
+    {"WEFT_TOPO", "",
+     "Describe the machine to weft instead of reading it with hwloc: an hwloc XML file, or a "
+     "synthetic description like 'pack:2 numa:2 core:4 pu:2' (for tests and studies)."},
     {"WEFT_TRANSPORT", "",
      "Force one transport for every peer: tcp, or shm (every rank on one host). Default: shm "
      "between ranks with the same host identity, tcp otherwise."},
@@ -76,6 +91,9 @@ constexpr Variable kVariables[] = {
     {"SLURM_STEP_ID", "", "Slurm: step id (seeds a single-host rendezvous port)."},
     {"SLURM_TASKS_PER_NODE", "", "Slurm: ranks per host, e.g. '4(x2)'."},
     {"WORLD_SIZE", "", "torchrun: number of ranks."},
+    // System variables weft reads.
+    {"HOME", "", "The calibration cache lives in $HOME/.cache/weft unless XDG_CACHE_HOME is set."},
+    {"XDG_CACHE_HOME", "", "The calibration cache lives in $XDG_CACHE_HOME/weft when set."},
 };
 
 const Variable& find(const char* name) {

@@ -5,7 +5,7 @@
 namespace weft {
 namespace {
 
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kMaxStringBytes = 4096;
 
 void putU32(std::string& out, uint32_t value) {
@@ -55,6 +55,7 @@ std::string encodePeerInfo(const PeerInfo& info) {
   putU32(out, kVersion);
   putU32(out, static_cast<uint32_t>(info.rank));
   putU64(out, info.hostId);
+  putU64(out, info.machineId);
   putU32(out, static_cast<uint32_t>(info.pid));
   putString(out, info.hostName);
   putString(out, info.tcpAddress);
@@ -68,8 +69,8 @@ Status decodePeerInfo(const std::string& bytes, PeerInfo* out) {
   if (!reader.u32(&version) || version != kVersion) {
     return invalidUsage("peer description has an unknown version (mixed weft versions?)");
   }
-  if (!reader.u32(&rank) || !reader.u64(&out->hostId) || !reader.u32(&pid) ||
-      !reader.string(&out->hostName) || !reader.string(&out->tcpAddress) ||
+  if (!reader.u32(&rank) || !reader.u64(&out->hostId) || !reader.u64(&out->machineId) ||
+      !reader.u32(&pid) || !reader.string(&out->hostName) || !reader.string(&out->tcpAddress) ||
       !reader.string(&out->shmAddress) || !reader.finished()) {
     return invalidUsage("peer description is malformed");
   }

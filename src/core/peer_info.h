@@ -11,6 +11,8 @@ namespace weft {
 struct PeerInfo {
   int rank = 0;
   uint64_t hostId = 0;
+  uint64_t machineId = 0;  // the running kernel (boot id): ranks that share CPUs, whatever
+                           // their host names (containers, emulated nodes, WEFT_HOSTID)
   int32_t pid = 0;
   std::string hostName;
   std::string tcpAddress;  // what the tcp transport's listen() published ("" if none)

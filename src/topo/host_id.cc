@@ -37,4 +37,8 @@ uint64_t hostIdentity(const std::string& override) {
   return fnv1a(hostName() + "/" + bootId());
 }
 
+uint64_t machineIdentity() {
+  return fnv1a("boot:" + bootId());
+}
+
 }  // namespace weft::topo

@@ -11,5 +11,8 @@ namespace weft::topo {
 // config's hostId) replaces both when non-empty.
 uint64_t hostIdentity(const std::string& override);
 std::string hostName();
+// The running kernel alone (its boot id): processes with equal ids share the same CPUs even
+// where their host identities differ (network namespaces with their own host names).
+uint64_t machineIdentity();
 
 }  // namespace weft::topo

@@ -6,8 +6,21 @@ namespace weft {
 namespace {
 
 constexpr const char* kNames[kNumAlgoIds] = {
-    "ring", "recursive_doubling", "binomial",   "chain", "pairwise", "dissemination", "direct",
-    "p2p",  "shm_flat",           "shm_direct",
+    "ring",
+    "recursive_doubling",
+    "binomial",
+    "chain",
+    "pairwise",
+    "dissemination",
+    "direct",
+    "p2p",
+    "shm_flat",
+    "shm_direct",
+    "tree",
+    "rabenseifner",
+    "bruck",
+    "two_level_leader",
+    "two_level_split",
 };
 
 }  // namespace

@@ -16,10 +16,15 @@ enum class AlgoId : uint8_t {
   kDissemination,
   kDirect,
   kPointToPoint,
-  kShmFlat,    // every rank reduces everything from shared windows (small messages)
-  kShmDirect,  // each rank works on its share straight from shared windows
+  kShmFlat,         // every rank reduces everything from shared windows (small messages)
+  kShmDirect,       // each rank works on its share straight from shared windows
+  kTree,            // double binary tree (all-reduce)
+  kRabenseifner,    // recursive halving reduce-scatter + recursive doubling all-gather
+  kBruck,           // Bruck all-gather: ceil(log2 n) rounds for any n
+  kTwoLevelLeader,  // inside each node to a leader, among leaders, back inside
+  kTwoLevelSplit,   // reduce-scatter inside, one inter-node all-reduce per local rank, all-gather
 };
-constexpr int kNumAlgoIds = 10;
+constexpr int kNumAlgoIds = 15;
 
 // Whether an algorithm works on shared windows (and so needs the whole communicator on one
 // host with shared memory).
@@ -35,6 +40,13 @@ struct Plan {
   AlgoId algo = AlgoId::kRing;
   size_t sliceBytes = 512 * 1024;  // pipelining unit for large messages
   int depth = 4;                   // slices in flight per connection
+  // The two-level algorithms' stage among nodes (ring, recursive_doubling, rabenseifner or tree
+  // for all-reduce; binomial or chain for broadcast).
+  AlgoId inner = AlgoId::kRing;
+  // Rabenseifner: the largest halving exchange with the nearest partner instead of the
+  // farthest (for ranks numbered node by node, whose far partners are on other nodes).
+  bool nearestFirst = false;
+  double predictedMicros = 0;  // the cost model's estimate (0: not modelled)
 };
 
 }  // namespace weft

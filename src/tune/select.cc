@@ -1,6 +1,7 @@
 #include "tune/select.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "algos/algorithms.h"
@@ -76,6 +77,36 @@ AlgoId defaultAlgo(const CollArgs& args, const Layout& layout) {
   return AlgoId::kRing;
 }
 
+// "16K" -> 16384; false on anything else than digits with an optional K, M or G.
+bool parseSize(const std::string& text, size_t* out) {
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str()) return false;
+  std::string suffix(end);
+  int shift = suffix.empty()  ? 0
+              : suffix == "K" ? 10
+              : suffix == "M" ? 20
+              : suffix == "G" ? 30
+                              : -1;
+  if (shift < 0) return false;
+  *out = static_cast<size_t>(value) << shift;
+  return true;
+}
+
+// "lo-hi" or "lo-" into a SizeRule's bounds.
+bool parseRange(const std::string& text, SizeRule* rule) {
+  size_t dash = text.find('-');
+  if (dash == std::string::npos || !parseSize(text.substr(0, dash), &rule->minBytes)) return false;
+  std::string upper = text.substr(dash + 1);
+  rule->maxBytes = SIZE_MAX;
+  return upper.empty() || (parseSize(upper, &rule->maxBytes) && rule->maxBytes > rule->minBytes);
+}
+
+size_t messageBytes(const CollArgs& args, int nranks) {
+  size_t bytes = args.count * reduce::typeSize(args.type);
+  return args.coll == CollType::kAllGather ? bytes * nranks : bytes;
+}
+
 bool collFromName(const std::string& name, CollType* out) {
   for (int i = 0; i < kNumCollTypes; ++i) {
     if (name == collName(static_cast<CollType>(i))) {
@@ -113,23 +144,92 @@ Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out) {
     }
     CollType coll;
     std::string collText = token.substr(0, equals);
+    std::string rangeText;
+    if (size_t colon = collText.find(':'); colon != std::string::npos) {
+      rangeText = collText.substr(colon + 1);
+      collText = collText.substr(0, colon);
+    }
     if (!collFromName(collText, &coll)) {
       return invalidArgument("WEFT_ALGO: unknown collective '" + collText + "'");
     }
     if (findAlgorithm(coll, algo) == nullptr) {
       return invalidArgument("WEFT_ALGO: " + collText + " has no algorithm '" + algoText + "'");
     }
-    out->byColl[static_cast<int>(coll)] = algo;
+    if (rangeText.empty()) {
+      out->byColl[static_cast<int>(coll)] = algo;
+      continue;
+    }
+    SizeRule rule;
+    rule.algo = algo;
+    if (!parseRange(rangeText, &rule)) {
+      return invalidArgument("WEFT_ALGO: bad size range '" + rangeText + "' in '" + token +
+                             "' (expected e.g. 0-16K or 16K-)");
+    }
+    out->bySize[static_cast<int>(coll)].push_back(rule);
   }
   return Status::ok();
+}
+
+std::vector<Candidate> rankCandidates(CollType coll, size_t bytes, const Layout& layout,
+                                      size_t sliceBytes) {
+  std::vector<Candidate> ranked;
+  if (layout.cost.nodes <= 1) return ranked;
+  const std::vector<AlgoId> inners = tune::innerAlgos(coll);
+  for (AlgoId algo : tune::modelledAlgos(coll, layout.cost)) {
+    Candidate best{algo, inners.empty() ? AlgoId::kRing : inners.front(), -1};
+    const bool twoLevel = algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit;
+    for (AlgoId inner : twoLevel ? inners : std::vector<AlgoId>{best.inner}) {
+      double micros =
+          tune::predictMicros(layout.params, layout.cost, coll, algo, inner, bytes, sliceBytes);
+      if (micros >= 0 && (best.micros < 0 || micros < best.micros)) best = {algo, inner, micros};
+    }
+    if (best.micros >= 0) ranked.push_back(best);
+  }
+  // Ties go to the earlier (simpler) algorithm, so the order is the same on every rank.
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.micros < b.micros; });
+  return ranked;
 }
 
 Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides& overrides,
                 size_t sliceBytes) {
   Plan plan;
   plan.sliceBytes = sliceBytes;
-  const auto& forced = overrides.byColl[static_cast<int>(args.coll)];
-  plan.algo = forced ? *forced : defaultAlgo(args, layout);
+  const size_t bytes = messageBytes(args, layout.nranks);
+  const size_t callBytes = args.count * reduce::typeSize(args.type);
+  std::optional<AlgoId> forced = overrides.byColl[static_cast<int>(args.coll)];
+  for (const SizeRule& rule : overrides.bySize[static_cast<int>(args.coll)]) {
+    if (callBytes >= rule.minBytes && callBytes < rule.maxBytes) {
+      forced = rule.algo;
+      break;
+    }
+  }
+  std::vector<Candidate> ranked = rankCandidates(args.coll, bytes, layout, sliceBytes);
+  if (forced) {
+    plan.algo = *forced;
+    // A forced two-level algorithm still gets the model's best stage among nodes.
+    double best = -1;
+    for (AlgoId inner : tune::innerAlgos(args.coll)) {
+      double micros = tune::predictMicros(layout.params, layout.cost, args.coll, plan.algo, inner,
+                                          bytes, sliceBytes);
+      if (micros >= 0 && (best < 0 || micros < best)) {
+        best = micros;
+        plan.inner = inner;
+      }
+    }
+  } else if (!ranked.empty()) {
+    plan.algo = ranked.front().algo;
+    plan.inner = ranked.front().inner;
+    plan.predictedMicros = ranked.front().micros;
+  } else {
+    plan.algo = defaultAlgo(args, layout);
+  }
+
+  plan.nearestFirst =
+      plan.algo == AlgoId::kRabenseifner && tune::rabenseifnerNearestFirst(layout.cost);
+  if (plan.algo == AlgoId::kTree || plan.inner == AlgoId::kTree) {
+    plan.sliceBytes = tune::treeChunkBytes(bytes, sliceBytes);
+  }
   // shm_flat holds the whole message in one window area; a larger one goes direct.
   if (plan.algo == AlgoId::kShmFlat &&
       args.count * reduce::typeSize(args.type) > layout.windowAreaBytes) {

@@ -3,21 +3,35 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/op.h"
 #include "core/status.h"
+#include "topo/node_layout.h"
+#include "tune/cost_model.h"
 #include "tune/plan.h"
 
 namespace weft {
 
+struct SizeRule {
+  size_t minBytes = 0;
+  size_t maxBytes = SIZE_MAX;  // exclusive
+  AlgoId algo = AlgoId::kRing;
+};
+
 struct AlgoOverrides {
   std::array<std::optional<AlgoId>, kNumCollTypes> byColl;
+  std::array<std::vector<SizeRule>, kNumCollTypes> bySize;  // checked first, in order
 };
 
 // "ring" forces ring wherever a collective has one; "allreduce=ring,broadcast=chain" forces per
-// collective. Unknown names and algorithms a collective lacks are errors naming the token.
+// collective; "allreduce:0-16K=tree,allreduce:16K-=ring" forces per size range (bytes of the
+// call's count, lower bound inclusive, upper exclusive, K/M/G binary suffixes; sizes no range
+// covers are left to the tuner). Unknown names and algorithms a collective lacks are errors
+// naming the token.
 Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out);
 
 // What the choice depends on besides the call; identical on every rank.
@@ -25,7 +39,22 @@ struct Layout {
   int nranks = 1;
   bool oneHostShm = false;     // every rank on this host, with shared windows
   size_t windowAreaBytes = 0;  // half a shared window: what one round of a direct algorithm holds
+  topo::NodeLayout nodes;      // which ranks share a node
+  tune::CostLayout cost;       // the model's view of `nodes`
+  tune::CostParams params;     // link costs (defaults, WEFT_TUNE_NET / WEFT_TUNE_SHM)
 };
+
+// What the model predicts for each candidate, for logs and weft_tune.
+struct Candidate {
+  AlgoId algo;
+  AlgoId inner;
+  double micros;
+};
+// The modelled candidates for this call on this layout (empty where the collective is not
+// modelled or the layout is a single node, which keeps the measured one-host rules). Each
+// two-level algorithm appears once, with its best inner algorithm.
+std::vector<Candidate> rankCandidates(CollType coll, size_t bytes, const Layout& layout,
+                                      size_t sliceBytes);
 
 Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides& overrides,
                 size_t sliceBytes);

@@ -153,3 +153,27 @@ TEST_CASE("IPv6: the whole matrix over ::1", "[threads][ipv6]") {
 }
 
 }  // namespace weft::test
+
+namespace weft::test {
+
+TEST_CASE("tree, Rabenseifner, Bruck and recursive-doubling all-gather on 1..8 ranks",
+          "[threads][algos]") {
+  // 256-byte slices cut the tree's halves into many chunks, so its up and down pipelines overlap
+  // and reuse their staging slots; default slices run the same in one or two chunks.
+  const bool tiny = GENERATE(true, false);
+  const char* slices = tiny ? "256" : nullptr;
+  const char* algos = GENERATE("allreduce=tree,allgather=bruck",
+                               "allreduce=rabenseifner,allgather=recursive_doubling");
+  const char* transport = GENERATE("shm", "tcp");
+  int n = GENERATE(range(1, 9));
+  CAPTURE(slices ? slices : "default", algos, transport, n);
+  ScopedEnv sliceBytes("WEFT_SLICE_BYTES", slices);
+  ScopedEnv forced("WEFT_ALGO", algos);
+  ScopedEnv via("WEFT_TRANSPORT", transport);
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce, Coll::kAllGather};
+  options.types = {weftFloat16, weftInt32, weftFloat64, weftBfloat16};
+  checkMatrix(n, options);
+}
+
+}  // namespace weft::test

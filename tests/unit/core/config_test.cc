@@ -86,6 +86,7 @@ TEST_CASE("peer descriptions round-trip and reject truncation", "[peer]") {
   PeerInfo info;
   info.rank = 5;
   info.hostId = 0x1234567890abcdefull;
+  info.machineId = 0xfedcba0987654321ull;
   info.pid = 4242;
   info.hostName = "node-7";
   info.tcpAddress = std::string("\x02\x00\x01", 3);
@@ -94,6 +95,7 @@ TEST_CASE("peer descriptions round-trip and reject truncation", "[peer]") {
   REQUIRE(decodePeerInfo(bytes, &decoded).isOk());
   CHECK(decoded.rank == 5);
   CHECK(decoded.hostId == info.hostId);
+  CHECK(decoded.machineId == info.machineId);
   CHECK(decoded.pid == 4242);
   CHECK(decoded.hostName == "node-7");
   CHECK(decoded.tcpAddress == info.tcpAddress);

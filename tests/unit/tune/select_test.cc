@@ -15,10 +15,16 @@ CollArgs args(CollType coll, size_t count, weftDataType_t type = weftFloat32) {
 }
 
 Layout net(int nranks) {
-  return Layout{nranks, false, 0};
+  Layout layout;
+  layout.nranks = nranks;
+  return layout;
 }
 Layout oneHost(int nranks) {
-  return Layout{nranks, true, 4 << 20};
+  Layout layout;
+  layout.nranks = nranks;
+  layout.oneHostShm = true;
+  layout.windowAreaBytes = 4 << 20;
+  return layout;
 }
 
 }  // namespace

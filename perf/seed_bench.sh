@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# The seed benchmark: all-reduce (float32 sum, blocking calls) on emulated multi-node clusters
+# (tests/cluster/cluster.sh: one network namespace per node, shared memory within a node, TCP
+# between nodes), for weft's all-reduce algorithms, torch.distributed's gloo and Open MPI.
+#
+#   perf/seed_bench.sh            (as root; the namespaces need it)
+#
+# For each layout K x P (K nodes, P ranks per node), numbering (block: ranks 0..P-1 on node0;
+# interleave: rank r on node r % K) and link rate (none, or tc tbf on each node's link, both
+# directions), every library/algorithm runs:
+#   - the seed's gradient: one size, SEED_BYTES (141,000 float32 = 564,000 bytes), POINT_ITERS
+#   - a sweep SWEEP_MIN..SWEEP_MAX by SWEEP_FACTOR: sizes up to SWEEP_SPLIT with SMALL_ITERS
+#     iterations, larger ones with LARGE_ITERS (big sizes over a 1 Gbit/s link take seconds each)
+# weft: all_reduce_perf -z 2 -d float -o sum, WEFT_ALGO=allreduce=<algo> per ALGOS entry ("auto":
+# WEFT_ALGO unset, the tuner chooses); the out-of-place time is reported. An algorithm that
+# fails (not implemented yet, wrong result, timeout) is marked "fail" and the run goes on.
+# Results: OUT/<K>x<P>.<numbering>.<rate>/<lib>.<part>.txt, per-run logs under .../logs/, and
+# OUT/summary.md (printed at the end): time in us per size and library/algorithm, plus ratios.
+#
+# Environment (defaults in brackets):
+#   BUILD [build]  OUT [$BUILD/seed-bench]  LAYOUTS ["4x2 2x4"]  NUMBERINGS ["block interleave"]
+#   RATES ["none 1gbit"]  ALGOS ["ring tree two_level_leader two_level_split rabenseifner auto"]
+#   LIBS ["weft gloo mpi"]  SEED_BYTES [564000]  POINT_ITERS [20]  SWEEP_MIN [16]
+#   SWEEP_MAX [64M]  SWEEP_FACTOR [4]  SWEEP_SPLIT [64K]  SMALL_ITERS [20]  LARGE_ITERS [2]
+#   SWEEP [1; 0 runs the seed size only]  JOB_TIMEOUT [300 s per run]
+#   CHECK [1: all_reduce_perf -c, correctness iterations per size, for the seed size and the
+#   small sizes; 0 = off]  LARGE_CHECK [0: the same for the large sizes, where checking 64 MiB
+#   on every rank takes far longer than the timed calls]
+# A default run takes roughly 15-20 minutes on a 2-core machine; e.g. LAYOUTS=4x2 RATES=none
+# SWEEP=0 takes about a minute.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$(cd "${BUILD:-$root/build}" && pwd)"
+out="${OUT:-$build/seed-bench}"
+layouts=(${LAYOUTS:-4x2 2x4})
+numberings=(${NUMBERINGS:-block interleave})
+rates=(${RATES:-none 1gbit})
+algos=(${ALGOS:-ring tree two_level_leader two_level_split rabenseifner auto})
+libs=(${LIBS:-weft gloo mpi})
+seed_bytes="${SEED_BYTES:-564000}"
+point_iters="${POINT_ITERS:-20}"
+sweep="${SWEEP:-1}"
+sweep_min="$(numfmt --from=iec "${SWEEP_MIN:-16}")"
+sweep_max="$(numfmt --from=iec "${SWEEP_MAX:-64M}")"
+sweep_split="$(numfmt --from=iec "${SWEEP_SPLIT:-64K}")"
+factor="${SWEEP_FACTOR:-4}"
+small_iters="${SMALL_ITERS:-20}"
+large_iters="${LARGE_ITERS:-2}"
+job_timeout="${JOB_TIMEOUT:-300}"
+check="${CHECK:-1}"
+large_check="${LARGE_CHECK:-0}"
+
+cluster="$root/tests/cluster/cluster.sh"
+python=/usr/bin/python3   # Debian's python, which has python3-torch
+weft_perf="$build/perf/all_reduce_perf"
+mpi_bench="$build/perf/mpi_allreduce_bench"
+gloo_bench="$root/perf/baselines/gloo_allreduce_bench.py"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+
+log() { echo "seed_bench: $*" >&2; }
+
+# The sweep's two parts as "NAME MIN MAX ITERS WARMUP CHECK": sizes stay on the MIN * FACTOR^k
+# grid.
+sweep_parts() {
+  local last_small=$sweep_min first_large
+  while ((last_small * factor <= sweep_split && last_small * factor <= sweep_max)); do
+    last_small=$((last_small * factor))
+  done
+  echo "small $sweep_min $last_small $small_iters 5 $check"
+  first_large=$((last_small * factor))
+  ((first_large <= sweep_max)) && echo "large $first_large $sweep_max $large_iters 1 $large_check"
+  return 0
+}
+
+# The parts a library runs: "NAME MIN MAX ITERS WARMUP CHECK" lines.
+parts() {
+  echo "point $seed_bytes $seed_bytes $point_iters 5 $check"
+  if ((sweep)); then sweep_parts; fi
+}
+
+# Runs one job under cluster.sh; its rank-0 stdout goes to FILE, everything else to logs.
+# Usage: run_job FILE -- cluster.sh options -- command. A failure is noted, not fatal.
+run_job() {
+  local file="$1" name
+  shift
+  name="$(basename "$file" .txt)"
+  local logs="$config_dir/logs/$name"
+  mkdir -p "$logs"
+  local start=$SECONDS status=0
+  "$cluster" --timeout "$job_timeout" --keep-logs "$logs" "${cluster_options[@]}" "$@" \
+    </dev/null >"$file" 2>"$logs/rank0.stderr" || status=$?
+  if ((status != 0)); then
+    log "  $name FAILED (status $status, $((SECONDS - start)) s): see $logs"
+    echo "$config $name status $status" >>"$out/failures.txt"
+    mv "$file" "$file.failed"
+  else
+    log "  $name ok ($((SECONDS - start)) s)"
+  fi
+}
+
+run_weft() {
+  local algo="$1" part lo hi iters warmup part_check algo_env=(env -u WEFT_ALGO)
+  [[ "$algo" == auto ]] || algo_env=(env "WEFT_ALGO=allreduce=$algo")
+  while read -r part lo hi iters warmup part_check; do
+    run_job "$config_dir/weft_$algo.$part.txt" -- "${algo_env[@]}" "$weft_perf" -z 2 -d float \
+      -o sum -b "$lo" -e "$hi" -f "$factor" -n "$iters" -w "$warmup" -c "$part_check"
+  done < <(parts)
+}
+
+# One job for all parts: starting torch on every rank costs seconds on a small machine.
+run_gloo() {
+  local part lo hi iters warmup part_check sweeps=()
+  while read -r part lo hi iters warmup part_check; do sweeps+=("$lo" "$hi" "$iters" "$warmup" "$factor"); done < <(parts)
+  run_job "$config_dir/gloo.all.txt" -- "$root/tests/cluster/torch_env.sh" "$python" \
+    "$gloo_bench" "$nranks" "${sweeps[@]}"
+}
+
+run_mpi() {
+  local part lo hi iters warmup part_check
+  while read -r part lo hi iters warmup part_check; do
+    run_job "$config_dir/mpi.$part.txt" --raw -- "$root/tests/cluster/mpirun.sh" --ppn "$ppn" \
+      --numbering "$numbering" -- "$mpi_bench" "$lo" "$hi" "$iters" "$warmup" "$factor"
+  done < <(parts)
+}
+
+# Which libraries can run here; missing ones are skipped with a note.
+available() {
+  case "$1" in
+    weft) [[ -x "$weft_perf" ]] || { log "no $weft_perf: build weft first"; return 1; } ;;
+    gloo) "$python" -c "import torch.distributed" 2>/dev/null || { log "no torch: gloo skipped"; return 1; } ;;
+    mpi) [[ -x "$mpi_bench" ]] && command -v mpirun >/dev/null ||
+           { log "no $mpi_bench or mpirun: Open MPI skipped"; return 1; } ;;
+  esac
+}
+
+write_meta() {
+  {
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
+      git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (modified)')"
+    echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "seed size: $seed_bytes B x $point_iters iterations; sweep: $([[ $sweep == 1 ]] &&
+      echo "$sweep_min..$sweep_max B x$factor, $small_iters/$large_iters iterations" || echo off)"
+  } >"$out/meta.txt"
+}
+
+main() {
+  # Probe once: without namespaces there is nothing to measure (cluster.sh says why).
+  local probe status=0
+  probe="$("$cluster" --nodes 1 -- true 2>&1)" || status=$?
+  if ((status != 0)); then echo "$probe" >&2; exit "$status"; fi
+  local run_libs=() lib
+  for lib in "${libs[@]}"; do available "$lib" && run_libs+=("$lib"); done
+  rm -f "$out/failures.txt"
+  write_meta
+  local start=$SECONDS layout rate algo
+  for layout in "${layouts[@]}"; do
+    nodes=${layout%x*} ppn=${layout#*x} nranks=$((nodes * ppn))
+    for numbering in "${numberings[@]}"; do
+      for rate in "${rates[@]}"; do
+        config="$layout.$numbering.$rate"
+        config_dir="$out/$config"
+        rm -rf "$config_dir"
+        mkdir -p "$config_dir"
+        cluster_options=(--nodes "$nodes" --ppn "$ppn" --numbering "$numbering")
+        [[ "$rate" == none ]] || cluster_options+=(--rate "$rate")
+        log "== $config ($((SECONDS - start)) s elapsed)"
+        for lib in "${run_libs[@]}"; do
+          case "$lib" in
+            weft) for algo in "${algos[@]}"; do run_weft "$algo"; done ;;
+            gloo) run_gloo ;;
+            mpi) run_mpi ;;
+          esac
+        done
+      done
+    done
+  done
+  log "all runs done in $((SECONDS - start)) s"
+  "$python" "$root/perf/seed_table.py" "$out" | tee "$out/summary.md"
+}
+
+main

@@ -1,0 +1,48 @@
+// Shared pieces of the two-level algorithms: the sub-groups a rank belongs to (its node, and the
+// ranks that stand for each node) and sub-calls run over them with the existing algorithms.
+#pragma once
+
+#include <vector>
+
+#include "algos/algorithms.h"
+
+namespace weft::two_level {
+
+// Intra-node stages are latency-bound trees for small messages and pipelined chains above this.
+constexpr size_t kIntraChainBytes = 64 * 1024;
+
+// The sub-calls combine partial results with the call's op, except that an average is summed
+// and divided once, by the whole communicator's size, at the end.
+inline weftRedOp_t partialOp(weftRedOp_t op) {
+  return op == weftAvg ? weftSum : op;
+}
+
+// Runs `algo` for `args` over `members` (communicator ranks; the caller must be one of them).
+inline Status runOn(const AlgoContext& whole, const std::vector<int>& members, const CollArgs& args,
+                    AlgoId algo) {
+  Plan plan = whole.plan();
+  plan.algo = algo;
+  plan.nearestFirst = false;  // sub-groups span one rank per node: every partner is as far
+  AlgoContext group(whole, members, args, plan);
+  AlgoFn run = findAlgorithm(args.coll, algo);
+  if (run == nullptr) {
+    return internalError(std::string("two-level: no ") + algoName(algo) + " for " +
+                         collName(args.coll));
+  }
+  WEFT_TRY(run(group));
+  return group.waitAll();
+}
+
+// The intra-node tree or chain for a message of `bytes`.
+inline AlgoId intraAlgo(size_t bytes) {
+  return bytes > kIntraChainBytes ? AlgoId::kChain : AlgoId::kBinomial;
+}
+
+inline int positionOf(const std::vector<int>& members, int rank) {
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace weft::two_level

@@ -1,0 +1,133 @@
+#include "topo/machine.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "core/env.h"
+#include "core/log.h"
+
+#ifdef WEFT_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+namespace weft::topo {
+namespace {
+
+std::string plural(int count, const char* noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+void fromSysconf(MachineInfo* out) {
+  cpu_set_t set;
+  int usable = sched_getaffinity(0, sizeof(set), &set) == 0
+                   ? CPU_COUNT(&set)
+                   : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  out->cores = out->hardwareThreads = usable;
+  out->source = "sysconf";
+}
+
+#ifdef WEFT_HAVE_HWLOC
+struct TopologyDeleter {
+  void operator()(hwloc_topology* topology) const { hwloc_topology_destroy(topology); }
+};
+using Topology = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+
+bool isXmlPath(const std::string& description) {
+  return description.find('/') != std::string::npos ||
+         (description.size() > 4 && description.compare(description.size() - 4, 4, ".xml") == 0);
+}
+
+// The NUMA domains a device is attached to, as "NUMA 0" or "NUMA 0,1".
+std::string localityOf(hwloc_topology_t topology, hwloc_obj_t device) {
+  hwloc_obj_t parent = hwloc_get_non_io_ancestor_obj(topology, device);
+  if (parent == nullptr || parent->nodeset == nullptr) return "NUMA ?";
+  char* text = nullptr;
+  hwloc_bitmap_list_asprintf(&text, parent->nodeset);
+  std::string locality = std::string("NUMA ") + (text ? text : "?");
+  free(text);
+  return locality;
+}
+
+Status fromHwloc(const std::string& description, MachineInfo* out) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) return internalError("hwloc_topology_init failed");
+  Topology topology(raw);
+  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (!description.empty()) {
+    int failed = isXmlPath(description) ? hwloc_topology_set_xml(raw, description.c_str())
+                                        : hwloc_topology_set_synthetic(raw, description.c_str());
+    if (failed != 0) {
+      return invalidArgument("WEFT_TOPO: hwloc cannot read '" + description +
+                             "' (an XML file path or a synthetic description like "
+                             "'pack:2 numa:2 core:4 pu:2')");
+    }
+  }
+  if (hwloc_topology_load(raw) != 0) return internalError("hwloc_topology_load failed");
+  hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(raw);
+  out->hardwareThreads = 0;
+  out->cores = 0;
+  for (hwloc_obj_t pu = nullptr; (pu = hwloc_get_next_obj_by_type(raw, HWLOC_OBJ_PU, pu));) {
+    out->hardwareThreads += hwloc_bitmap_intersects(pu->cpuset, allowed) ? 1 : 0;
+  }
+  for (hwloc_obj_t core = nullptr;
+       (core = hwloc_get_next_obj_by_type(raw, HWLOC_OBJ_CORE, core));) {
+    out->cores += hwloc_bitmap_intersects(core->cpuset, allowed) ? 1 : 0;
+  }
+  if (out->cores == 0) out->cores = out->hardwareThreads;  // machines hwloc shows without cores
+  out->numaDomains = std::max(1, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_NUMANODE));
+  out->packages = std::max(1, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PACKAGE));
+  out->nics.clear();
+  for (hwloc_obj_t device = nullptr; (device = hwloc_get_next_osdev(raw, device));) {
+    if (device->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK ||
+        device->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
+      out->nics.push_back(std::string(device->name) + " (" + localityOf(raw, device) + ")");
+    }
+  }
+  out->source = description.empty()      ? "hwloc"
+                : isXmlPath(description) ? "hwloc XML: " + description
+                                         : "hwloc synthetic: " + description;
+  return Status::ok();
+}
+#endif
+
+}  // namespace
+
+std::string MachineInfo::summary() const {
+  std::string text = plural(cores, "core") + " (" + plural(hardwareThreads, "thread") + "), " +
+                     plural(packages, "package") + ", " + plural(numaDomains, "NUMA domain");
+  if (!nics.empty()) {
+    text += ", NICs:";
+    for (const std::string& nic : nics) text += " " + nic;
+  }
+  return text + " [" + source + "]";
+}
+
+Status describeMachine(const std::string& description, MachineInfo* out) {
+  *out = MachineInfo{};
+#ifdef WEFT_HAVE_HWLOC
+  return fromHwloc(description, out);
+#else
+  if (!description.empty()) {
+    return invalidArgument("WEFT_TOPO is set, but this build of weft has no hwloc");
+  }
+  fromSysconf(out);
+  return Status::ok();
+#endif
+}
+
+const MachineInfo& thisMachine() {
+  static const MachineInfo machine = [] {
+    MachineInfo info;
+    Status status = describeMachine(env::getString("WEFT_TOPO"), &info);
+    if (!status.isOk()) {
+      WEFT_WARN("%s; counting cores with sysconf instead", status.message().c_str());
+      fromSysconf(&info);
+    }
+    return info;
+  }();
+  return machine;
+}
+
+}  // namespace weft::topo

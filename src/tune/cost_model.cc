@@ -1,0 +1,330 @@
+#include "tune/cost_model.h"
+
+#include "algos/tree_math.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+
+namespace weft::tune {
+namespace {
+
+int largestPowerOfTwoAtMost(int n) {
+  int power = 1;
+  while (power * 2 <= n) power *= 2;
+  return power;
+}
+
+int ceilLog2(int n) {
+  int steps = 0;
+  while ((1 << steps) < n) ++steps;
+  return steps;
+}
+
+// The most crossing edges at one node, for edges given as (rank, rank).
+int mostCrossingAtANode(const topo::NodeLayout& nodes,
+                        const std::vector<std::pair<int, int>>& edges) {
+  std::vector<int> perNode(nodes.nodes(), 0);
+  for (auto [a, b] : edges) {
+    if (nodes.nodeOf[a] == nodes.nodeOf[b]) continue;
+    ++perNode[nodes.nodeOf[a]];
+    ++perNode[nodes.nodeOf[b]];
+  }
+  return perNode.empty() ? 0 : *std::max_element(perNode.begin(), perNode.end());
+}
+
+// The most ranks of one node that send to another node, for sends given as (from, to).
+int mostSendersAtANode(const topo::NodeLayout& nodes,
+                       const std::vector<std::pair<int, int>>& sends) {
+  std::vector<int> perNode(nodes.nodes(), 0);
+  for (auto [from, to] : sends) {
+    if (nodes.nodeOf[from] != nodes.nodeOf[to]) ++perNode[nodes.nodeOf[from]];
+  }
+  return perNode.empty() ? 0 : *std::max_element(perNode.begin(), perNode.end());
+}
+
+// The same computation for N ranks on N nodes: the leaders' (or split groups') layout.
+const CostLayout& acrossNodes(int nodes) {
+  thread_local std::vector<std::unique_ptr<CostLayout>> cache;
+  for (const auto& layout : cache) {
+    if (layout->nranks == nodes) return *layout;
+  }
+  if (cache.size() > 8) cache.clear();
+  cache.push_back(std::make_unique<CostLayout>(
+      buildCostLayout(topo::describedNodeLayout(nodes, 1, false), true)));
+  return *cache.back();
+}
+
+struct Costing {
+  const CostParams& params;
+  const CostLayout& layout;
+  size_t sliceBytes;
+  double sharers;  // ranks of a node using its link at once beyond what the layout implies
+
+  LinkCost link(int crossing) const {
+    if (crossing > 0) return params.net;
+    return layout.intraShm ? params.shm : params.net;
+  }
+  double step(int crossing, double bytes) const {
+    return link(crossing).time(bytes, std::max(1, crossing) * sharers);
+  }
+  double gamma(double bytes) const { return bytes * params.gammaMicrosPerByte; }
+  int anyCrossing() const { return layout.nodes > 1 ? 1 : 0; }
+
+  double allreduceRing(double bytes) const {
+    const int n = layout.nranks;
+    if (n == 1) return 0;
+    return 2 * (n - 1) * step(layout.ringCrossing, bytes / n) + gamma(bytes) * (n - 1) / n;
+  }
+  double fold(double bytes) const {
+    return layout.nranks == largestPowerOfTwoAtMost(layout.nranks)
+               ? 0
+               : 2 * step(layout.foldCrossing, bytes) + gamma(bytes);
+  }
+  double allreduceDoubling(double bytes) const {
+    double total = fold(bytes);
+    for (int crossing : layout.doublingCrossing) total += step(crossing, bytes) + gamma(bytes);
+    return total;
+  }
+  // Step k (distance 2^k) carries S/2^(k+1) when the nearest partner goes first, else
+  // S/2^(steps-k).
+  double allreduceRabenseifner(double bytes) const {
+    const bool nearestFirst = rabenseifnerNearestFirst(layout);
+    const int steps = static_cast<int>(layout.doublingCrossing.size());
+    double total = fold(bytes);
+    for (int k = 0; k < steps; ++k) {
+      double part = bytes / static_cast<double>(1 << (nearestFirst ? k + 1 : steps - k));
+      total += 2 * step(layout.doublingCrossing[k], part) + gamma(part);
+    }
+    return total;
+  }
+  double allreduceTree(double bytes) const {
+    if (layout.nranks == 1) return 0;
+    const double chunk = std::min<double>(
+        bytes / 2, static_cast<double>(treeChunkBytes(static_cast<size_t>(bytes), sliceBytes)));
+    const int crossing = layout.treeCrossing;
+    LinkCost edge = link(crossing);
+    // Each half goes up and down its tree once, pipelined: the height's latency twice, plus
+    // each node link carrying half the data per crossing edge.
+    return 2 * layout.treeHeight * edge.time(chunk) +
+           bytes / 2 * edge.betaMicrosPerByte * std::max(1, crossing) * sharers + gamma(bytes);
+  }
+  double flatAllreduce(AlgoId algo, double bytes) const {
+    switch (algo) {
+      case AlgoId::kRing:
+        return allreduceRing(bytes);
+      case AlgoId::kRecursiveDoubling:
+        return allreduceDoubling(bytes);
+      case AlgoId::kRabenseifner:
+        return allreduceRabenseifner(bytes);
+      case AlgoId::kTree:
+        return allreduceTree(bytes);
+      default:
+        return -1;
+    }
+  }
+
+  double binomial(int ranks, double bytes, const LinkCost& edge, bool reducing) const {
+    return ceilLog2(ranks) * (edge.time(bytes) + (reducing ? gamma(bytes) : 0));
+  }
+  double chain(int ranks, double bytes, const LinkCost& edge, bool reducing, double share) const {
+    if (ranks <= 1) return 0;
+    const double chunk = std::min<double>(bytes, static_cast<double>(sliceBytes));
+    const double chunks = std::ceil(bytes / std::max(1.0, chunk));
+    return (ranks - 2 + chunks) * (edge.time(chunk, share) + (reducing ? gamma(chunk) : 0));
+  }
+  // Reduce or broadcast among a node's P ranks, as the two-level algorithms run them.
+  double intraTree(double bytes, bool reducing) const {
+    const int ranks = layout.maxPerNode;
+    const LinkCost& edge = layout.intraShm ? params.shm : params.net;
+    return bytes > 64 * 1024 ? chain(ranks, bytes, edge, reducing, 1)
+                             : binomial(ranks, bytes, edge, reducing);
+  }
+
+  double broadcastFlat(AlgoId algo, double bytes) const {
+    const int n = layout.nranks;
+    if (algo == AlgoId::kBinomial) return binomial(n, bytes, link(anyCrossing()), false);
+    return chain(n, bytes, link(anyCrossing()), false, std::max(1, layout.ringCrossing) * sharers);
+  }
+
+  double allgatherFlat(AlgoId algo, double bytes) const {
+    const int n = layout.nranks;
+    const double block = bytes / n;
+    double total = 0;
+    if (algo == AlgoId::kRing) return (n - 1) * step(layout.ringCrossing, block);
+    int k = 0;
+    for (int distance = 1; distance < n; distance *= 2, ++k) {
+      const int crossing = k < static_cast<int>(layout.doublingCrossing.size())
+                               ? layout.doublingCrossing[k]
+                               : anyCrossing();
+      total += step(crossing, block * std::min(distance, n - distance));
+    }
+    if (algo == AlgoId::kBruck) total += 2 * bytes * params.shm.betaMicrosPerByte;  // rotations
+    if (algo == AlgoId::kRecursiveDoubling) total += fold(block);
+    return total;
+  }
+};
+
+}  // namespace
+
+Status parseLink(const std::string& text, LinkCost* out) {
+  std::stringstream parts(text);
+  std::string part;
+  while (std::getline(parts, part, ',')) {
+    char* end = nullptr;
+    double value = std::strtod(part.c_str(), &end);
+    std::string unit = end ? std::string(end) : "";
+    if (end == part.c_str() || value <= 0)
+      return invalidArgument("link '" + text + "': bad number in '" + part + "'");
+    if (unit == "us") {
+      out->alphaMicros = value;
+    } else if (unit == "ms") {
+      out->alphaMicros = value * 1000;
+    } else if (unit == "Gbit" || unit == "gbit" || unit == "Mbit" || unit == "mbit" ||
+               unit == "GB/s" || unit == "MB/s") {
+      double bytesPerSecond = value * (unit[0] == 'G' || unit[0] == 'g' ? 1e9 : 1e6);
+      if (unit.find("bit") != std::string::npos) bytesPerSecond /= 8;
+      out->betaMicrosPerByte = 1e6 / bytesPerSecond;
+    } else {
+      return invalidArgument("link '" + text + "': unknown unit '" + unit +
+                             "' (use us, ms, Gbit, Mbit, GB/s or MB/s)");
+    }
+  }
+  return Status::ok();
+}
+
+std::string describeLink(const LinkCost& link) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.3g GB/s, %.3g us", 1e-3 / link.betaMicrosPerByte,
+                link.alphaMicros);
+  return text;
+}
+
+CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
+  CostLayout layout;
+  const int n = nodes.nranks();
+  layout.nranks = n;
+  layout.nodes = nodes.nodes();
+  layout.minPerNode = nodes.minPerNode();
+  layout.maxPerNode = nodes.maxPerNode();
+  layout.intraShm = intraShm;
+  if (n <= 1) return layout;
+  std::vector<std::pair<int, int>> sends;
+  for (int r = 0; r < n; ++r) sends.emplace_back(r, (r + 1) % n);
+  layout.ringCrossing = mostSendersAtANode(nodes, sends);
+  const int power = largestPowerOfTwoAtMost(n);
+  const int rem = n - power;
+  auto real = [&](int virtualRank) {
+    return virtualRank < rem ? 2 * virtualRank + 1 : virtualRank + rem;
+  };
+  for (int mask = 1; mask < power; mask <<= 1) {
+    sends.clear();
+    for (int v = 0; v < power; ++v) sends.emplace_back(real(v), real(v ^ mask));
+    layout.doublingCrossing.push_back(mostSendersAtANode(nodes, sends));
+  }
+  sends.clear();
+  for (int r = 0; r + 1 < 2 * rem; r += 2) sends.emplace_back(r, r + 1);
+  layout.foldCrossing = mostSendersAtANode(nodes, sends);
+  std::vector<std::pair<int, int>> edges;
+  for (int which = 0; which < 2; ++which) {
+    for (int r = 0; r < n; ++r) {
+      int parent = tree::nodeOf(r, n, which).parent;
+      if (parent >= 0) edges.emplace_back(r, parent);
+    }
+  }
+  layout.treeCrossing = mostCrossingAtANode(nodes, edges);
+  layout.treeHeight = tree::heightOf(n);
+  return layout;
+}
+
+bool rabenseifnerNearestFirst(const CostLayout& layout) {
+  // Network bytes (weighted by link sharers) per unit of message, either way round.
+  const int steps = static_cast<int>(layout.doublingCrossing.size());
+  double nearest = 0, farthest = 0;
+  for (int k = 0; k < steps; ++k) {
+    nearest += layout.doublingCrossing[k] / static_cast<double>(1 << (k + 1));
+    farthest += layout.doublingCrossing[k] / static_cast<double>(1 << (steps - k));
+  }
+  return nearest < farthest;
+}
+
+size_t treeChunkBytes(size_t bytes, size_t sliceBytes) {
+  constexpr size_t kChunksPerHalf = 8;
+  constexpr size_t kSmallestChunk = 16 * 1024;
+  return std::min(sliceBytes, std::max(kSmallestChunk, bytes / 2 / kChunksPerHalf));
+}
+
+std::vector<AlgoId> innerAlgos(CollType coll) {
+  if (coll == CollType::kAllReduce) {
+    return {AlgoId::kRing, AlgoId::kRecursiveDoubling, AlgoId::kRabenseifner, AlgoId::kTree};
+  }
+  if (coll == CollType::kBroadcast) return {AlgoId::kBinomial, AlgoId::kChain};
+  return {};
+}
+
+std::vector<AlgoId> modelledAlgos(CollType coll, const CostLayout& layout) {
+  const bool twoLevel = layout.nodes > 1 && layout.maxPerNode > 1;
+  std::vector<AlgoId> algos;
+  switch (coll) {
+    case CollType::kAllReduce:
+      algos = innerAlgos(coll);
+      if (twoLevel) algos.insert(algos.end(), {AlgoId::kTwoLevelLeader, AlgoId::kTwoLevelSplit});
+      break;
+    case CollType::kBroadcast:
+      algos = innerAlgos(coll);
+      if (twoLevel) algos.push_back(AlgoId::kTwoLevelLeader);
+      break;
+    case CollType::kAllGather:
+      algos = {AlgoId::kRing, AlgoId::kRecursiveDoubling, AlgoId::kBruck};
+      if (twoLevel) algos.push_back(AlgoId::kTwoLevelLeader);
+      break;
+    default:
+      break;
+  }
+  return algos;
+}
+
+double predictMicros(const CostParams& params, const CostLayout& layout, CollType coll, AlgoId algo,
+                     AlgoId inner, size_t size, size_t sliceBytes) {
+  const double bytes = static_cast<double>(size);
+  Costing flat{params, layout, sliceBytes, 1};
+  const CostLayout& leaders = acrossNodes(layout.nodes);
+  if (coll == CollType::kAllReduce) {
+    if (algo == AlgoId::kTwoLevelLeader) {
+      Costing among{params, leaders, sliceBytes, 1};
+      return flat.intraTree(bytes, true) + among.flatAllreduce(inner, bytes) +
+             flat.intraTree(bytes, false);
+    }
+    if (algo == AlgoId::kTwoLevelSplit) {
+      const int parts = layout.minPerNode;
+      const double part = bytes / parts;
+      const LinkCost& intra = layout.intraShm ? params.shm : params.net;
+      const double inNode = layout.maxPerNode > 1 ? intra.time((layout.maxPerNode - 1) * part) : 0;
+      Costing among{params, leaders, sliceBytes, static_cast<double>(parts)};
+      return 2 * inNode + flat.gamma(bytes) + among.flatAllreduce(inner, part);
+    }
+    return flat.flatAllreduce(algo, bytes);
+  }
+  if (coll == CollType::kBroadcast) {
+    if (algo == AlgoId::kTwoLevelLeader) {
+      Costing among{params, leaders, sliceBytes, 1};
+      return among.broadcastFlat(inner, bytes) + flat.intraTree(bytes, false);
+    }
+    return flat.broadcastFlat(algo, bytes);
+  }
+  if (coll == CollType::kAllGather) {
+    if (algo == AlgoId::kTwoLevelLeader) {
+      const LinkCost& intra = layout.intraShm ? params.shm : params.net;
+      const double perNode = bytes / layout.nodes;
+      return intra.time(perNode) + (layout.nodes - 1) * params.net.time(perNode) +
+             flat.intraTree(bytes, false);
+    }
+    return flat.allgatherFlat(algo, bytes);
+  }
+  return -1;
+}
+
+}  // namespace weft::tune

@@ -1,0 +1,82 @@
+// The alpha-beta-gamma cost model behind the tuner. Each link class (shared memory inside a
+// node, the network between nodes) has a per-message latency alpha and a per-byte time beta;
+// gamma is the reduction time per byte. An algorithm's predicted time is the sum over its steps
+// of the slowest transfer in that step, where a network transfer's beta is multiplied by the
+// number of the node's ranks that use the node's link in that same step (they share its
+// bandwidth). The step structure comes from the real rank numbering (ring neighbours and
+// recursive-doubling partners are on other nodes or not), so machine-by-machine and interleaved
+// numberings get different predictions. Everything is a pure function of the layout and the
+// parameters, so every rank (and weft_tune) computes the same numbers.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/op.h"
+#include "core/status.h"
+#include "topo/node_layout.h"
+#include "tune/plan.h"
+
+namespace weft::tune {
+
+struct LinkCost {
+  double alphaMicros = 0;
+  double betaMicrosPerByte = 0;
+  double time(double bytes, double sharers = 1) const {
+    return alphaMicros + bytes * betaMicrosPerByte * sharers;
+  }
+};
+
+struct CostParams {
+  LinkCost shm{2.0, 1.0 / 4000.0};           // 4 GB/s per rank, 2 us per message
+  LinkCost net{25.0, 1.0 / 1250.0};          // 10 Gbit/s, 25 us (TCP through the kernel)
+  double gammaMicrosPerByte = 1.0 / 8000.0;  // 8 GB/s of reduction
+};
+
+// "1Gbit,50us" or "3.2GB/s,8us" (either part may be left out) into a LinkCost.
+Status parseLink(const std::string& text, LinkCost* out);
+std::string describeLink(const LinkCost& link);
+
+// What the model needs from the layout, computed once per communicator.
+struct CostLayout {
+  int nranks = 1;
+  int nodes = 1;
+  int minPerNode = 1;
+  int maxPerNode = 1;
+  bool intraShm = true;  // ranks of a node talk through shared memory (else through the network)
+  // Ring: the most ranks of one node whose right neighbour is on another node (0: none is).
+  int ringCrossing = 0;
+  // Recursive doubling over the largest power of two p <= n, step k (partner at distance 2^k
+  // among p virtual ranks): the most ranks of one node whose partner is on another node.
+  std::vector<int> doublingCrossing;
+  // The fold of the n - p extra ranks: the most ranks of one node handing data across.
+  int foldCrossing = 0;
+  // Double binary tree: the most tree edges (both trees) leaving one node, and the height.
+  int treeCrossing = 0;
+  int treeHeight = 0;
+};
+
+CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm);
+
+// Predicted microseconds for one call of `coll` with `algo` (and, for two-level algorithms,
+// `inner` among nodes) on `bytes` (for all-gather: the whole gathered buffer).
+double predictMicros(const CostParams& params, const CostLayout& layout, CollType coll, AlgoId algo,
+                     AlgoId inner, size_t bytes, size_t sliceBytes);
+
+// Whether Rabenseifner's halving should start with the nearest partner (see
+// allreduce_rabenseifner.cc): true where that puts fewer bytes on the network.
+bool rabenseifnerNearestFirst(const CostLayout& layout);
+
+// The double binary tree pipelines each half of the buffer in chunks; it needs several chunks
+// per half to overlap its up and down phases, so its chunk shrinks below the Plan's slice for
+// mid-size messages (down to 16 KiB).
+size_t treeChunkBytes(size_t bytes, size_t sliceBytes);
+
+// The algorithms the model compares for a collective on this layout (two-level ones only where
+// some node has several ranks and there are several nodes).
+std::vector<AlgoId> modelledAlgos(CollType coll, const CostLayout& layout);
+// The stages among nodes that a two-level algorithm can use for this collective.
+std::vector<AlgoId> innerAlgos(CollType coll);
+
+}  // namespace weft::tune

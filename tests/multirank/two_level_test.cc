@@ -1,0 +1,87 @@
+// The two-level algorithms (and the tuner's choices) on thread ranks whose host identities are
+// overridden to form nodes: even and uneven nodes, ranks numbered node by node, interleaved and
+// scattered, over shm inside nodes and tcp between them.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "multirank/check_matrix.h"
+#include "scoped_env.h"
+
+namespace weft::test {
+namespace {
+
+// Layout strings name each rank's node: "AABB" is two nodes numbered node by node, "ABAB"
+// interleaved, "AABAC" uneven and scattered.
+const char* nodeOf(const std::string& layout, int rank) {
+  static const char* kHosts[] = {"node-A", "node-B", "node-C", "node-D"};
+  return kHosts[layout[rank] - 'A'];
+}
+
+void checkLayout(const std::string& layout, const MatrixOptions& options) {
+  checkMatrix(static_cast<int>(layout.size()), options,
+              [&](int rank) { return nodeOf(layout, rank); });
+}
+
+}  // namespace
+
+TEST_CASE("two-level algorithms on even, uneven and interleaved nodes", "[threads][two_level]") {
+  const char* algos = GENERATE(
+      "allreduce=two_level_leader,allgather=two_level_leader,"
+      "broadcast=two_level_leader",
+      "allreduce=two_level_split");
+  const char* layout =
+      GENERATE("A", "AB", "AABB", "ABAB", "AABBCCDD", "ABCDABCD", "AAAB", "AABAC", "BAAB", "AAA");
+  const char* slices = GENERATE("256", "524288");
+  CAPTURE(algos, layout, slices);
+  ScopedEnv forced("WEFT_ALGO", algos);
+  ScopedEnv sliceBytes("WEFT_SLICE_BYTES", slices);
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast};
+  options.types = {weftFloat32, weftInt32, weftBfloat16};
+  checkLayout(layout, options);
+}
+
+TEST_CASE("flat algorithms arranged for the layout on several nodes", "[threads][two_level]") {
+  // Rabenseifner starts with the nearest partner where ranks are numbered node by node.
+  const char* algos = GENERATE("allreduce=rabenseifner", "allreduce=tree");
+  const char* layout = GENERATE("AABB", "AABBCCDD", "AAABBBC", "ABAB");
+  CAPTURE(algos, layout);
+  ScopedEnv forced("WEFT_ALGO", algos);
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce};
+  options.types = {weftFloat32, weftInt32};
+  checkLayout(layout, options);
+}
+
+TEST_CASE("the tuner's own choices on several nodes", "[threads][two_level]") {
+  const char* layout = GENERATE("AABB", "ABAB", "AABBBC", "AABBCCDD");
+  const char* net = GENERATE("10Gbit,25us", "1Gbit,200us");
+  CAPTURE(layout, net);
+  ScopedEnv costs("WEFT_TUNE_NET", net);
+  MatrixOptions options;
+  options.types = {weftFloat32, weftInt8, weftFloat64};
+  checkLayout(layout, options);
+}
+
+TEST_CASE("links calibrated at init and cached by rank 0", "[threads][two_level]") {
+  std::string cache = "/tmp/weft_calibration_test_" + std::to_string(getpid());
+  ScopedEnv where("XDG_CACHE_HOME", cache.c_str());
+  ScopedEnv calibrate("WEFT_TUNE_CALIBRATE", "1");
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce, Coll::kBroadcast, Coll::kAllGather};
+  options.types = {weftFloat32};
+  checkLayout("AABB", options);  // measures and writes the cache
+  DIR* directory = opendir((cache + "/weft").c_str());
+  REQUIRE(directory != nullptr);
+  int files = 0;
+  while (dirent* entry = readdir(directory)) files += entry->d_name[0] != '.';
+  closedir(directory);
+  CHECK(files == 1);
+  checkLayout("AABB", options);  // reads it
+  CHECK(std::system(("rm -rf " + cache).c_str()) == 0);
+}
+
+}  // namespace weft::test

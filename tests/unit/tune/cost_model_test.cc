@@ -1,0 +1,127 @@
+// The cost model: link parsing, what it reads from layouts, and the shape of its predictions.
+#include <catch2/catch.hpp>
+
+#include "tune/cost_model.h"
+#include "tune/select.h"
+
+namespace weft::tune {
+namespace {
+
+Layout clusterLayout(int nodes, int perNode, bool interleave, const char* net) {
+  Layout layout;
+  layout.nodes = topo::describedNodeLayout(nodes, perNode, interleave);
+  layout.nranks = layout.nodes.nranks();
+  layout.cost = buildCostLayout(layout.nodes, true);
+  REQUIRE(parseLink(net, &layout.params.net).isOk());
+  return layout;
+}
+
+CollArgs allreduce(size_t bytes) {
+  CollArgs args;
+  args.coll = CollType::kAllReduce;
+  args.type = weftUint8;
+  args.count = bytes;
+  return args;
+}
+
+double predict(const Layout& layout, AlgoId algo, size_t bytes, AlgoId inner = AlgoId::kRing) {
+  return predictMicros(layout.params, layout.cost, CollType::kAllReduce, algo, inner, bytes,
+                       512 * 1024);
+}
+
+}  // namespace
+
+TEST_CASE("link costs parse from bandwidth and latency", "[tune]") {
+  LinkCost link;
+  REQUIRE(parseLink("1Gbit,50us", &link).isOk());
+  CHECK(link.alphaMicros == Approx(50));
+  CHECK(link.betaMicrosPerByte == Approx(1e6 / 125e6));
+  REQUIRE(parseLink("2GB/s", &link).isOk());
+  CHECK(link.betaMicrosPerByte == Approx(1e6 / 2e9));
+  CHECK(link.alphaMicros == Approx(50));  // unchanged: only the bandwidth was given
+  Status bad = parseLink("1Gbit,5parsecs", &link);
+  CHECK(bad.code() == weftInvalidArgument);
+  CHECK_THAT(bad.message(), Catch::Contains("parsecs"));
+  CHECK(parseLink("fast", &link).code() == weftInvalidArgument);
+}
+
+TEST_CASE("the layout's crossing counts follow the rank numbering", "[tune]") {
+  CostLayout byNode = buildCostLayout(topo::describedNodeLayout(4, 2, false), true);
+  CHECK(byNode.ringCrossing == 1);
+  CHECK(byNode.doublingCrossing == std::vector<int>{0, 2, 2});
+  CostLayout interleaved = buildCostLayout(topo::describedNodeLayout(4, 2, true), true);
+  CHECK(interleaved.ringCrossing == 2);
+  CHECK(interleaved.doublingCrossing == std::vector<int>{2, 2, 0});
+  CostLayout single = buildCostLayout(topo::describedNodeLayout(1, 4, false), true);
+  CHECK(single.ringCrossing == 0);
+  CHECK(single.treeCrossing == 0);
+}
+
+TEST_CASE("Rabenseifner's halving order follows the numbering", "[tune]") {
+  CHECK(rabenseifnerNearestFirst(buildCostLayout(topo::describedNodeLayout(4, 2, false), true)));
+  CHECK_FALSE(
+      rabenseifnerNearestFirst(buildCostLayout(topo::describedNodeLayout(4, 2, true), true)));
+  CHECK_FALSE(
+      rabenseifnerNearestFirst(buildCostLayout(topo::describedNodeLayout(1, 8, false), true)));
+}
+
+TEST_CASE("predictions: latency-bound small, bandwidth-bound large", "[tune]") {
+  Layout layout = clusterLayout(4, 2, false, "1Gbit,100us");
+  // Small: step counts decide, so recursive doubling and the two-level schedules beat the ring.
+  CHECK(predict(layout, AlgoId::kRecursiveDoubling, 8) < predict(layout, AlgoId::kRing, 8));
+  CHECK(predict(layout, AlgoId::kTwoLevelLeader, 8, AlgoId::kRecursiveDoubling) <
+        predict(layout, AlgoId::kRing, 8));
+  // Large: whole-buffer exchanges lose to the bandwidth-optimal ring.
+  CHECK(predict(layout, AlgoId::kRing, 64 << 20) <
+        predict(layout, AlgoId::kRecursiveDoubling, 64 << 20));
+  // The same ring costs more when every hop crosses the network and shares a node's link.
+  Layout interleaved = clusterLayout(4, 2, true, "1Gbit,100us");
+  CHECK(predict(layout, AlgoId::kRing, 1 << 20) < predict(interleaved, AlgoId::kRing, 1 << 20));
+}
+
+TEST_CASE("choosePlan takes the cheapest candidate and the same one every time", "[tune]") {
+  Layout layout = clusterLayout(4, 2, false, "1Gbit,100us");
+  AlgoOverrides none;
+  for (size_t bytes : {size_t{8}, size_t{564000}, size_t{64} << 20}) {
+    CAPTURE(bytes);
+    std::vector<Candidate> ranked = rankCandidates(CollType::kAllReduce, bytes, layout, 512 << 10);
+    REQUIRE(ranked.size() == 6);
+    Plan plan = choosePlan(allreduce(bytes), layout, none, 512 << 10);
+    CHECK(plan.algo == ranked.front().algo);
+    CHECK(plan.predictedMicros == Approx(ranked.front().micros));
+    for (const Candidate& candidate : ranked) CHECK(candidate.micros >= ranked.front().micros);
+  }
+}
+
+TEST_CASE("size-range rules override the model inside their ranges only", "[tune]") {
+  Layout layout = clusterLayout(2, 2, false, "10Gbit,25us");
+  AlgoOverrides rules;
+  REQUIRE(
+      parseAlgoOverrides("allreduce:0-16K=tree,allreduce:16K-1M=two_level_split", &rules).isOk());
+  CHECK(choosePlan(allreduce(100), layout, rules, 4096).algo == AlgoId::kTree);
+  CHECK(choosePlan(allreduce(16384), layout, rules, 4096).algo == AlgoId::kTwoLevelSplit);
+  Plan beyond = choosePlan(allreduce(8 << 20), layout, rules, 4096);
+  CHECK(beyond.predictedMicros > 0);  // chosen by the model
+  AlgoOverrides bad;
+  Status status = parseAlgoOverrides("allreduce:16K-8K=ring", &bad);
+  CHECK(status.code() == weftInvalidArgument);
+  CHECK_THAT(status.message(), Catch::Contains("16K-8K"));
+  CHECK(parseAlgoOverrides("allreduce:lots-=ring", &bad).code() == weftInvalidArgument);
+}
+
+TEST_CASE("a forced two-level broadcast gets a broadcast algorithm among nodes", "[tune]") {
+  Layout layout = clusterLayout(1, 2, false, "10Gbit,25us");
+  AlgoOverrides forced;
+  REQUIRE(parseAlgoOverrides("broadcast=two_level_leader", &forced).isOk());
+  CollArgs args;
+  args.coll = CollType::kBroadcast;
+  args.type = weftFloat32;
+  for (size_t count : {size_t{1}, size_t{1} << 20}) {
+    args.count = count;
+    Plan plan = choosePlan(args, layout, forced, 512 << 10);
+    CHECK(plan.algo == AlgoId::kTwoLevelLeader);
+    CHECK((plan.inner == AlgoId::kBinomial || plan.inner == AlgoId::kChain));
+  }
+}
+
+}  // namespace weft::tune
