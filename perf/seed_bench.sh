@@ -12,7 +12,8 @@
 #   - a sweep SWEEP_MIN..SWEEP_MAX by SWEEP_FACTOR: sizes up to SWEEP_SPLIT with SMALL_ITERS
 #     iterations, larger ones with LARGE_ITERS (big sizes over a 1 Gbit/s link take seconds each)
 # weft: all_reduce_perf -z 2 -d float -o sum, WEFT_ALGO=allreduce=<algo> per ALGOS entry ("auto":
-# WEFT_ALGO unset, the tuner chooses); the out-of-place time is reported. An algorithm that
+# WEFT_ALGO unset, the tuner chooses with WEFT_TUNE_CALIBRATE=2); the out-of-place time is
+# reported. An algorithm that
 # fails (not implemented yet, wrong result, timeout) is marked "fail" and the run goes on.
 # Results: OUT/<K>x<P>.<numbering>.<rate>/<lib>.<part>.txt, per-run logs under .../logs/, and
 # OUT/summary.md (printed at the end): time in us per size and library/algorithm, plus ratios.
@@ -23,6 +24,8 @@
 #   LIBS ["weft gloo mpi"]  SEED_BYTES [564000]  POINT_ITERS [20]  SWEEP_MIN [16]
 #   SWEEP_MAX [64M]  SWEEP_FACTOR [4]  SWEEP_SPLIT [64K]  SMALL_ITERS [20]  LARGE_ITERS [2]
 #   SWEEP [1; 0 runs the seed size only]  JOB_TIMEOUT [300 s per run]
+#   REPEAT [1: how many times every library/algorithm runs, taking turns; the tables keep each
+#   one's best time, the most repeatable figure on a noisy machine]
 #   CHECK [1: all_reduce_perf -c, correctness iterations per size, for the seed size and the
 #   small sizes; 0 = off]  LARGE_CHECK [0: the same for the large sizes, where checking 64 MiB
 #   on every rank takes far longer than the timed calls]
@@ -48,6 +51,8 @@ small_iters="${SMALL_ITERS:-20}"
 large_iters="${LARGE_ITERS:-2}"
 job_timeout="${JOB_TIMEOUT:-300}"
 check="${CHECK:-1}"
+repeat="${REPEAT:-1}"
+rep=1
 large_check="${LARGE_CHECK:-0}"
 
 cluster="$root/tests/cluster/cluster.sh"
@@ -101,9 +106,15 @@ run_job() {
 
 run_weft() {
   local algo="$1" part lo hi iters warmup part_check algo_env=(env -u WEFT_ALGO)
-  [[ "$algo" == auto ]] || algo_env=(env "WEFT_ALGO=allreduce=$algo")
+  # auto: the tuner chooses, from links it measures at init (WEFT_TUNE_CALIBRATE=2: measure
+  # every job, since the rate limit changes between jobs on the same emulated hosts).
+  if [[ "$algo" == auto ]]; then
+    algo_env+=(WEFT_TUNE_CALIBRATE=2)
+  else
+    algo_env=(env "WEFT_ALGO=allreduce=$algo")
+  fi
   while read -r part lo hi iters warmup part_check; do
-    run_job "$config_dir/weft_$algo.$part.txt" -- "${algo_env[@]}" "$weft_perf" -z 2 -d float \
+    run_job "$config_dir/weft_$algo.$part.r$rep.txt" -- "${algo_env[@]}" "$weft_perf" -z 2 -d float \
       -o sum -b "$lo" -e "$hi" -f "$factor" -n "$iters" -w "$warmup" -c "$part_check"
   done < <(parts)
 }
@@ -112,14 +123,14 @@ run_weft() {
 run_gloo() {
   local part lo hi iters warmup part_check sweeps=()
   while read -r part lo hi iters warmup part_check; do sweeps+=("$lo" "$hi" "$iters" "$warmup" "$factor"); done < <(parts)
-  run_job "$config_dir/gloo.all.txt" -- "$root/tests/cluster/torch_env.sh" "$python" \
+  run_job "$config_dir/gloo.all.r$rep.txt" -- "$root/tests/cluster/torch_env.sh" "$python" \
     "$gloo_bench" "$nranks" "${sweeps[@]}"
 }
 
 run_mpi() {
   local part lo hi iters warmup part_check
   while read -r part lo hi iters warmup part_check; do
-    run_job "$config_dir/mpi.$part.txt" --raw -- "$root/tests/cluster/mpirun.sh" --ppn "$ppn" \
+    run_job "$config_dir/mpi.$part.r$rep.txt" --raw -- "$root/tests/cluster/mpirun.sh" --ppn "$ppn" \
       --numbering "$numbering" -- "$mpi_bench" "$lo" "$hi" "$iters" "$warmup" "$factor"
   done < <(parts)
 }
@@ -140,7 +151,7 @@ write_meta() {
     echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
       git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (modified)')"
     echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "seed size: $seed_bytes B x $point_iters iterations; sweep: $([[ $sweep == 1 ]] &&
+    echo "best of $repeat run(s) each; seed size: $seed_bytes B x $point_iters iterations; sweep: $([[ $sweep == 1 ]] &&
       echo "$sweep_min..$sweep_max B x$factor, $small_iters/$large_iters iterations" || echo off)"
   } >"$out/meta.txt"
 }
@@ -166,12 +177,14 @@ main() {
         cluster_options=(--nodes "$nodes" --ppn "$ppn" --numbering "$numbering")
         [[ "$rate" == none ]] || cluster_options+=(--rate "$rate")
         log "== $config ($((SECONDS - start)) s elapsed)"
-        for lib in "${run_libs[@]}"; do
-          case "$lib" in
-            weft) for algo in "${algos[@]}"; do run_weft "$algo"; done ;;
-            gloo) run_gloo ;;
-            mpi) run_mpi ;;
-          esac
+        for ((rep = 1; rep <= repeat; ++rep)); do
+          for lib in "${run_libs[@]}"; do
+            case "$lib" in
+              weft) for algo in "${algos[@]}"; do run_weft "$algo"; done ;;
+              gloo) run_gloo ;;
+              mpi) run_mpi ;;
+            esac
+          done
         done
       done
     done

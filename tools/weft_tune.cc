@@ -5,6 +5,7 @@
 //
 //   weft_tune --nodes 1024 --ppn 8 --net 100Gbit,5us [--interleave] [--coll allreduce]
 //             [--min 8] [--max 1G] [--factor 4] [--shm 4GB/s,2us] [--hosts AABBC]
+//             [--cores N] [--one-machine]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,8 @@ struct Options {
   bool interleave = false;
   std::string hosts;  // one letter per rank: its node (overrides nodes/ppn)
   std::string coll = "allreduce";
+  int cores = 0;            // hardware threads per node (0: one per rank)
+  bool oneMachine = false;  // every node on one machine sharing `cores` (emulated clusters)
   size_t minBytes = 8;
   size_t maxBytes = size_t{1} << 30;
   size_t factor = 4;
@@ -39,7 +42,8 @@ struct Options {
                "usage: weft_tune [--nodes N] [--ppn P] [--interleave] [--hosts AABBC]\n"
                "                 [--net 100Gbit,5us] [--shm 4GB/s,2us] [--coll allreduce|broadcast|"
                "allgather]\n"
-               "                 [--min BYTES] [--max BYTES] [--factor F] [--slice BYTES]\n",
+               "                 [--min BYTES] [--max BYTES] [--factor F] [--slice BYTES]\n"
+               "                 [--cores N] [--one-machine]\n",
                problem);
   std::exit(2);
 }
@@ -78,6 +82,10 @@ Options parse(int argc, char** argv) {
       options.nodes = std::atoi(value());
     } else if (arg == "--ppn") {
       options.perNode = std::atoi(value());
+    } else if (arg == "--cores") {
+      options.cores = std::atoi(value());
+    } else if (arg == "--one-machine") {
+      options.oneMachine = true;
     } else if (arg == "--interleave") {
       options.interleave = true;
     } else if (arg == "--hosts") {
@@ -146,6 +154,13 @@ int main(int argc, char** argv) {
   layout.nranks = layout.nodes.nranks();
   layout.cost = weft::tune::buildCostLayout(layout.nodes, true);
   layout.params = options.params;
+  std::vector<uint64_t> machineOf;
+  std::vector<int> coresOf;
+  for (int r = 0; r < layout.nranks; ++r) {
+    machineOf.push_back(options.oneMachine ? 0 : static_cast<uint64_t>(layout.nodes.nodeOf[r]));
+    coresOf.push_back(options.cores > 0 ? options.cores : layout.nodes.maxPerNode());
+  }
+  weft::tune::setCpuSharing(layout.nodes, machineOf, coresOf, &layout.cost);
   // A single node keeps the measured shared-memory rules, which the table then reports.
   layout.oneHostShm = layout.nodes.nodes() == 1;
   layout.windowAreaBytes = 4 << 20;

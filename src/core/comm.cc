@@ -98,6 +98,7 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   self.rank = rank;
   self.hostId = topo::hostIdentity(config.hostId);
   self.machineId = topo::machineIdentity();
+  self.cores = topo::thisMachine().hardwareThreads;
   self.pid = static_cast<int32_t>(getpid());
   self.hostName = topo::hostName();
   // Both transports become reachable before the layout is known; the one without peers closes.
@@ -136,6 +137,13 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   for (const PeerInfo& peer : comm->peers) hostIds.push_back(peer.hostId);
   comm->layout.nodes = topo::buildNodeLayout(hostIds);
   comm->layout.cost = tune::buildCostLayout(comm->layout.nodes, config.transport != "tcp");
+  std::vector<uint64_t> machineIds;
+  std::vector<int> cores;
+  for (const PeerInfo& peer : comm->peers) {
+    machineIds.push_back(peer.machineId);
+    cores.push_back(peer.cores);
+  }
+  tune::setCpuSharing(comm->layout.nodes, machineIds, cores, &comm->layout.cost);
   comm->layout.params = config.costs;
   if (SharedWindows* windows = comm->fabric->windows()) {
     comm->layout.oneHostShm = windows->localSize() == nranks;

@@ -18,8 +18,7 @@ struct SplitEntry {
 
 }  // namespace
 
-Status splitComm(weftComm* comm, int color, int key, const CommConfig& config,
-                 weftComm** newcomm) {
+Status splitComm(weftComm* comm, int color, int key, const CommConfig& config, weftComm** newcomm) {
   *newcomm = nullptr;
   comm->executor->drain();
   if (comm->failed.load()) return commFailure(comm);

@@ -28,7 +28,9 @@ class Deadline {
     return left > cap ? cap : static_cast<int>(left);
   }
   // The earlier of two deadlines.
-  static Deadline earliest(const Deadline& a, const Deadline& b) { return a.when_ < b.when_ ? a : b; }
+  static Deadline earliest(const Deadline& a, const Deadline& b) {
+    return a.when_ < b.when_ ? a : b;
+  }
 
  private:
   Clock::time_point when_ = Clock::time_point::max();

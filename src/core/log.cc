@@ -53,10 +53,14 @@ void openSink() {
 
 const char* levelName(Level level) {
   switch (level) {
-    case Level::kWarn: return "WARN";
-    case Level::kInfo: return "INFO";
-    case Level::kTrace: return "TRACE";
-    default: return "";
+    case Level::kWarn:
+      return "WARN";
+    case Level::kInfo:
+      return "INFO";
+    case Level::kTrace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
@@ -71,7 +75,9 @@ Level level() {
   return static_cast<Level>(current);
 }
 
-void setLevel(Level newLevel) { gLevel.store(static_cast<int>(newLevel)); }
+void setLevel(Level newLevel) {
+  gLevel.store(static_cast<int>(newLevel));
+}
 
 void write(Level lvl, const char* file, int line, const char* format, ...) {
   std::call_once(gSinkOnce, openSink);

@@ -17,8 +17,8 @@ void write(Level level, const char* file, int line, const char* format, ...)
 
 }  // namespace weft::log
 
-#define WEFT_LOG_AT(lvl, ...)                                                          \
-  do {                                                                                 \
+#define WEFT_LOG_AT(lvl, ...)                                                                      \
+  do {                                                                                             \
     if (::weft::log::level() >= (lvl)) ::weft::log::write((lvl), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define WEFT_WARN(...) WEFT_LOG_AT(::weft::log::Level::kWarn, __VA_ARGS__)

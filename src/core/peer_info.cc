@@ -1,5 +1,6 @@
 #include "core/peer_info.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace weft {
@@ -57,6 +58,7 @@ std::string encodePeerInfo(const PeerInfo& info) {
   putU64(out, info.hostId);
   putU64(out, info.machineId);
   putU32(out, static_cast<uint32_t>(info.pid));
+  putU32(out, static_cast<uint32_t>(info.cores));
   putString(out, info.hostName);
   putString(out, info.tcpAddress);
   putString(out, info.shmAddress);
@@ -65,17 +67,18 @@ std::string encodePeerInfo(const PeerInfo& info) {
 
 Status decodePeerInfo(const std::string& bytes, PeerInfo* out) {
   Reader reader(bytes);
-  uint32_t version, rank, pid;
+  uint32_t version, rank, pid, cores;
   if (!reader.u32(&version) || version != kVersion) {
     return invalidUsage("peer description has an unknown version (mixed weft versions?)");
   }
   if (!reader.u32(&rank) || !reader.u64(&out->hostId) || !reader.u64(&out->machineId) ||
-      !reader.u32(&pid) || !reader.string(&out->hostName) || !reader.string(&out->tcpAddress) ||
-      !reader.string(&out->shmAddress) || !reader.finished()) {
+      !reader.u32(&pid) || !reader.u32(&cores) || !reader.string(&out->hostName) ||
+      !reader.string(&out->tcpAddress) || !reader.string(&out->shmAddress) || !reader.finished()) {
     return invalidUsage("peer description is malformed");
   }
   out->rank = static_cast<int>(rank);
   out->pid = static_cast<int32_t>(pid);
+  out->cores = static_cast<int32_t>(std::min<uint32_t>(cores, 1 << 20));
   return Status::ok();
 }
 

@@ -43,8 +43,8 @@ Status timeoutError(std::string message);
 }  // namespace weft
 
 // Returns early from the enclosing function when the expression yields a failed Status.
-#define WEFT_TRY(expr)                           \
-  do {                                           \
-    ::weft::Status weft_try_status_ = (expr);    \
+#define WEFT_TRY(expr)                                     \
+  do {                                                     \
+    ::weft::Status weft_try_status_ = (expr);              \
     if (!weft_try_status_.isOk()) return weft_try_status_; \
   } while (0)

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -24,8 +25,9 @@ struct Decision {
   double netAlpha = 0, netBeta = 0, shmAlpha = 0, shmBeta = 0;
 };
 
-// Half the mean round trip of `bytes` between this rank and `peer`, in microseconds (the side
-// with `starts` sends first).
+// Half the median round trip of `bytes` between this rank and `peer`, in microseconds (the
+// side with `starts` sends first). The median, because on a busy machine a few round trips
+// wait for a CPU and would dominate a mean.
 Status halfRoundTrip(AlgoContext& ctx, int peer, bool starts, size_t bytes, int trips, char* buffer,
                      double* micros) {
   auto once = [&]() -> Status {
@@ -37,10 +39,16 @@ Status halfRoundTrip(AlgoContext& ctx, int peer, bool starts, size_t bytes, int 
     return ctx.wait(ctx.send(peer, buffer, bytes));
   };
   WEFT_TRY(once());  // warm-up: connections, page faults
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < trips; ++i) WEFT_TRY(once());
-  std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
-  *micros = elapsed.count() / trips / 2;
+  std::vector<double> times;
+  for (int i = 0; i < trips; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    WEFT_TRY(once());
+    times.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  std::nth_element(times.begin(), times.begin() + trips / 2, times.end());
+  *micros = times[trips / 2] / 2;
   return Status::ok();
 }
 

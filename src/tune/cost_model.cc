@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -63,15 +64,16 @@ struct Costing {
   const CostLayout& layout;
   size_t sliceBytes;
   double sharers;  // ranks of a node using its link at once beyond what the layout implies
+  double busy;     // active ranks per hardware thread (>= 1): every step is that much slower
 
   LinkCost link(int crossing) const {
-    if (crossing > 0) return params.net;
-    return layout.intraShm ? params.shm : params.net;
+    LinkCost chosen = crossing > 0 ? params.net : layout.intraShm ? params.shm : params.net;
+    return {chosen.alphaMicros * busy, chosen.betaMicrosPerByte * busy};
   }
   double step(int crossing, double bytes) const {
     return link(crossing).time(bytes, std::max(1, crossing) * sharers);
   }
-  double gamma(double bytes) const { return bytes * params.gammaMicrosPerByte; }
+  double gamma(double bytes) const { return bytes * params.gammaMicrosPerByte * busy; }
   int anyCrossing() const { return layout.nodes > 1 ? 1 : 0; }
 
   double allreduceRing(double bytes) const {
@@ -139,7 +141,7 @@ struct Costing {
   // Reduce or broadcast among a node's P ranks, as the two-level algorithms run them.
   double intraTree(double bytes, bool reducing) const {
     const int ranks = layout.maxPerNode;
-    const LinkCost& edge = layout.intraShm ? params.shm : params.net;
+    const LinkCost edge = link(0);
     return bytes > 64 * 1024 ? chain(ranks, bytes, edge, reducing, 1)
                              : binomial(ranks, bytes, edge, reducing);
   }
@@ -162,7 +164,7 @@ struct Costing {
                                : anyCrossing();
       total += step(crossing, block * std::min(distance, n - distance));
     }
-    if (algo == AlgoId::kBruck) total += 2 * bytes * params.shm.betaMicrosPerByte;  // rotations
+    if (algo == AlgoId::kBruck) total += 2 * bytes * params.shm.betaMicrosPerByte * busy;
     if (algo == AlgoId::kRecursiveDoubling) total += fold(block);
     return total;
   }
@@ -290,41 +292,66 @@ std::vector<AlgoId> modelledAlgos(CollType coll, const CostLayout& layout) {
 double predictMicros(const CostParams& params, const CostLayout& layout, CollType coll, AlgoId algo,
                      AlgoId inner, size_t size, size_t sliceBytes) {
   const double bytes = static_cast<double>(size);
-  Costing flat{params, layout, sliceBytes, 1};
+  const double allBusy = std::max(1.0, layout.ranksPerCore);
+  const double leadersBusy = std::max(1.0, layout.leadersPerCore);
+  Costing flat{params, layout, sliceBytes, 1, allBusy};
   const CostLayout& leaders = acrossNodes(layout.nodes);
   if (coll == CollType::kAllReduce) {
     if (algo == AlgoId::kTwoLevelLeader) {
-      Costing among{params, leaders, sliceBytes, 1};
+      Costing among{params, leaders, sliceBytes, 1, leadersBusy};
       return flat.intraTree(bytes, true) + among.flatAllreduce(inner, bytes) +
              flat.intraTree(bytes, false);
     }
     if (algo == AlgoId::kTwoLevelSplit) {
       const int parts = layout.minPerNode;
       const double part = bytes / parts;
-      const LinkCost& intra = layout.intraShm ? params.shm : params.net;
-      const double inNode = layout.maxPerNode > 1 ? intra.time((layout.maxPerNode - 1) * part) : 0;
-      Costing among{params, leaders, sliceBytes, static_cast<double>(parts)};
+      const double inNode =
+          layout.maxPerNode > 1 ? flat.link(0).time((layout.maxPerNode - 1) * part) : 0;
+      Costing among{params, leaders, sliceBytes, static_cast<double>(parts),
+                    std::max(1.0, layout.leadersPerCore * parts)};
       return 2 * inNode + flat.gamma(bytes) + among.flatAllreduce(inner, part);
     }
     return flat.flatAllreduce(algo, bytes);
   }
   if (coll == CollType::kBroadcast) {
     if (algo == AlgoId::kTwoLevelLeader) {
-      Costing among{params, leaders, sliceBytes, 1};
+      Costing among{params, leaders, sliceBytes, 1, leadersBusy};
       return among.broadcastFlat(inner, bytes) + flat.intraTree(bytes, false);
     }
     return flat.broadcastFlat(algo, bytes);
   }
   if (coll == CollType::kAllGather) {
     if (algo == AlgoId::kTwoLevelLeader) {
-      const LinkCost& intra = layout.intraShm ? params.shm : params.net;
       const double perNode = bytes / layout.nodes;
-      return intra.time(perNode) + (layout.nodes - 1) * params.net.time(perNode) +
+      Costing among{params, leaders, sliceBytes, 1, leadersBusy};
+      return flat.link(0).time(perNode) + (layout.nodes - 1) * among.step(1, perNode) +
              flat.intraTree(bytes, false);
     }
     return flat.allgatherFlat(algo, bytes);
   }
   return -1;
+}
+
+void setCpuSharing(const topo::NodeLayout& nodes, const std::vector<uint64_t>& machineOf,
+                   const std::vector<int>& coresOf, CostLayout* layout) {
+  struct Machine {
+    int ranks = 0;
+    int leaders = 0;
+    int cores = 1 << 30;
+  };
+  std::map<uint64_t, Machine> machines;
+  for (int r = 0; r < nodes.nranks(); ++r) {
+    Machine& machine = machines[machineOf[r]];
+    ++machine.ranks;
+    machine.leaders += nodes.leaderOf(nodes.nodeOf[r]) == r;
+    machine.cores = std::min(machine.cores, std::max(1, coresOf[r]));
+  }
+  layout->ranksPerCore = layout->leadersPerCore = 1;
+  for (const auto& [id, machine] : machines) {
+    layout->ranksPerCore = std::max(layout->ranksPerCore, double(machine.ranks) / machine.cores);
+    layout->leadersPerCore =
+        std::max(layout->leadersPerCore, double(machine.leaders) / machine.cores);
+  }
 }
 
 }  // namespace weft::tune

@@ -55,9 +55,18 @@ struct CostLayout {
   // Double binary tree: the most tree edges (both trees) leaving one node, and the height.
   int treeCrossing = 0;
   int treeHeight = 0;
+  // CPU sharing: the most ranks (and nodes' leaders) per hardware thread on one machine. Where
+  // ranks outnumber cores (the seeds' one process per core group, or emulated nodes sharing a
+  // machine), a step that keeps every rank busy takes proportionally longer; a two-level
+  // schedule whose network stage involves only the leaders pays less.
+  double ranksPerCore = 1;
+  double leadersPerCore = 1;
 };
 
 CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm);
+// Fills ranksPerCore and leadersPerCore from each rank's machine identity and core count.
+void setCpuSharing(const topo::NodeLayout& nodes, const std::vector<uint64_t>& machineOf,
+                   const std::vector<int>& coresOf, CostLayout* layout);
 
 // Predicted microseconds for one call of `coll` with `algo` (and, for two-level algorithms,
 // `inner` among nodes) on `bytes` (for all-gather: the whole gathered buffer).

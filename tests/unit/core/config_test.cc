@@ -88,6 +88,7 @@ TEST_CASE("peer descriptions round-trip and reject truncation", "[peer]") {
   info.hostId = 0x1234567890abcdefull;
   info.machineId = 0xfedcba0987654321ull;
   info.pid = 4242;
+  info.cores = 96;
   info.hostName = "node-7";
   info.tcpAddress = std::string("\x02\x00\x01", 3);
   std::string bytes = encodePeerInfo(info);
@@ -97,6 +98,7 @@ TEST_CASE("peer descriptions round-trip and reject truncation", "[peer]") {
   CHECK(decoded.hostId == info.hostId);
   CHECK(decoded.machineId == info.machineId);
   CHECK(decoded.pid == 4242);
+  CHECK(decoded.cores == 96);
   CHECK(decoded.hostName == "node-7");
   CHECK(decoded.tcpAddress == info.tcpAddress);
   CHECK(decoded.describe() == "rank 5 (node-7:pid 4242)");
