@@ -4,8 +4,9 @@
 #   scripts/sanitize.sh thread
 # Sanitized code runs 5-20x slower, so the rank counts of the multi-rank tests are capped at 4
 # (WEFT_TEST_MAX_RANKS) and the process matrices above 4 ranks are left to the normal build, as
-# are the soak test (10,000 calls) and the install test (its consumer programs are not built
-# with the sanitizer runtime).
+# are the soak test (10,000 calls), the install test (its consumer programs are not built
+# with the sanitizer runtime) and the emulated-cluster tests (up to 8 ranks per run; the
+# two-level algorithms they exercise are covered under the sanitizers by the thread tests).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 sanitizers="${1:?usage: scripts/sanitize.sh address,undefined|thread}"
@@ -20,4 +21,4 @@ export WEFT_TEST_MAX_RANKS="${WEFT_TEST_MAX_RANKS:-4}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
-exec ctest --output-on-failure --timeout 900 -j 2 -LE 'install|soak' -E 'processes\.matrix\.np[5-8]' "$@"
+exec ctest --output-on-failure --timeout 900 -j 2 -LE 'install|soak|cluster' -E 'processes\.matrix\.np[5-8]' "$@"

@@ -162,6 +162,9 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
     tune::CalibrationSetup setup{rank, nranks, config.calibrate == 2, key};
     WEFT_TRY(
         tune::calibrateLinks(*comm->fabric, *comm->resources, nodes, setup, &comm->layout.params));
+    // The calibration's long waits shrank the adaptive polling budget; the first collectives
+    // should not inherit it.
+    choosePolling(*comm);
   }
   comm->p2pSent.assign(nranks, 0);
   comm->p2pReceived.assign(nranks, 0);

@@ -346,7 +346,8 @@ void setCpuSharing(const topo::NodeLayout& nodes, const std::vector<uint64_t>& m
     machine.leaders += nodes.leaderOf(nodes.nodeOf[r]) == r;
     machine.cores = std::min(machine.cores, std::max(1, coresOf[r]));
   }
-  layout->ranksPerCore = layout->leadersPerCore = 1;
+  // Raw ratios (they may be below 1): the split variant multiplies the leaders' by its parts.
+  layout->ranksPerCore = layout->leadersPerCore = 0;
   for (const auto& [id, machine] : machines) {
     layout->ranksPerCore = std::max(layout->ranksPerCore, double(machine.ranks) / machine.cores);
     layout->leadersPerCore =

@@ -59,8 +59,8 @@ struct CostLayout {
   // ranks outnumber cores (the seeds' one process per core group, or emulated nodes sharing a
   // machine), a step that keeps every rank busy takes proportionally longer; a two-level
   // schedule whose network stage involves only the leaders pays less.
-  double ranksPerCore = 1;
-  double leadersPerCore = 1;
+  double ranksPerCore = 1;    // the cost of a step scales with max(1, this)
+  double leadersPerCore = 1;  // per leader; the split variant's L groups multiply it by L
 };
 
 CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm);

@@ -1,56 +1,12 @@
 // Every collective over 1..8 ranks running as threads, checked against local references.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-#include <functional>
-#include <mutex>
 #include <string>
-#include <vector>
 
-#include "multirank/coll_matrix.h"
-#include "multirank/rank_threads.h"
+#include "multirank/check_matrix.h"
 #include "scoped_env.h"
 
 namespace weft::test {
-namespace {
-
-// Sanitizer builds run 5-20x slower; CI caps their rank counts with WEFT_TEST_MAX_RANKS.
-bool skippedForRankCap(int n) {
-  const char* cap = std::getenv("WEFT_TEST_MAX_RANKS");
-  if (cap == nullptr || n <= std::atoi(cap)) return false;
-  WARN("skipped: " << n << " ranks exceed WEFT_TEST_MAX_RANKS=" << cap);
-  return true;
-}
-
-// Runs the matrix on n threads and fails the test with the first messages on any mismatch.
-// hostOf(rank), when given, overrides each rank's host identity (to mix shm and tcp).
-void checkMatrix(int n, const MatrixOptions& options,
-                 const std::function<const char*(int)>& hostOf = nullptr) {
-  if (skippedForRankCap(n)) return;
-  std::mutex mutex;
-  MatrixResult total;
-  std::vector<weftConfig_t> configs(n, weftConfig_t(WEFT_CONFIG_INITIALIZER));
-  for (int rank = 0; hostOf && rank < n; ++rank) configs[rank].hostId = hostOf(rank);
-  std::string initErrors = runAsThreadsWith(
-      n,
-      [&](weftComm_t comm, int) {
-        MatrixResult result = runMatrix(comm, options);
-        std::lock_guard<std::mutex> lock(mutex);
-        total.calls += result.calls;
-        total.failures += result.failures;
-        total.messages.insert(total.messages.end(), result.messages.begin(), result.messages.end());
-      },
-      [&](int rank) { return &configs[rank]; });
-  INFO(initErrors);
-  REQUIRE(initErrors.empty());
-  std::string messages;
-  for (const auto& message : total.messages) messages += message + "\n";
-  INFO(messages);
-  CHECK(total.failures == 0);
-  CHECK(total.calls > 0);
-}
-
-}  // namespace
 
 TEST_CASE("every collective, datatype, op and size class on 1..8 thread ranks", "[threads]") {
   int n = GENERATE(1, 2, 3, 4, 5, 6, 7, 8);
@@ -106,9 +62,7 @@ TEST_CASE("forced algorithms with tiny pipeline slices", "[threads]") {
   checkMatrix(n, options);
 }
 
-}  // namespace weft::test
 
-namespace weft::test {
 
 TEST_CASE("shared-memory direct algorithms over many rounds of a small window", "[threads]") {
   // 64 KiB windows: the large size class takes several rounds of each direct algorithm, and the
@@ -137,9 +91,7 @@ TEST_CASE("large messages striped over several sockets per peer", "[threads]") {
   checkMatrix(n, options);
 }
 
-}  // namespace weft::test
 
-namespace weft::test {
 
 TEST_CASE("IPv6: the whole matrix over ::1", "[threads][ipv6]") {
   ScopedEnv family("WEFT_SOCKET_FAMILY", "AF_INET6");
@@ -152,9 +104,7 @@ TEST_CASE("IPv6: the whole matrix over ::1", "[threads][ipv6]") {
   checkMatrix(n, options);
 }
 
-}  // namespace weft::test
 
-namespace weft::test {
 
 TEST_CASE("tree, Rabenseifner, Bruck and recursive-doubling all-gather on 1..8 ranks",
           "[threads][algos]") {
