@@ -55,6 +55,11 @@ Status fromHwloc(const std::string& description, MachineInfo* out) {
   if (hwloc_topology_init(&raw) != 0) return internalError("hwloc_topology_init failed");
   Topology topology(raw);
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // Network devices come from the Linux component (sysfs) alone. The PCI plugin leaks what
+  // libpciaccess allocates once it is unloaded, and the GPU plugins are not needed here.
+  for (const char* plugin : {"pci", "opencl", "gl"}) {
+    hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, plugin);
+  }
   if (!description.empty()) {
     int failed = isXmlPath(description) ? hwloc_topology_set_xml(raw, description.c_str())
                                         : hwloc_topology_set_synthetic(raw, description.c_str());
