@@ -118,6 +118,15 @@ def pick(data, columns, column, size):
     return best(data, columns, size)[0] if column == "best" else value(data, column, size)
 
 
+def row_cells(data, columns, ratios, size):
+    """One size's cells: times, ratios, the best weft algorithm."""
+    cells = [fmt_time(value(data, c, size)) for c in columns]
+    cells += [ratio(pick(data, columns, a, size), pick(data, columns, b, size))
+              for _, a, b in ratios]
+    cells.append(best(data, columns, size)[1] or "-")
+    return cells
+
+
 def config_table(name, columns, data, seed):
     sizes = sorted({s for rows in data.values() for s in rows if isinstance(s, int)})
     ratios = ratio_columns(columns)
@@ -127,11 +136,7 @@ def config_table(name, columns, data, seed):
              "|---:|" + "---:|" * (len(columns) + len(ratios)) + "---|"]
     for size in sizes:
         label = human(size) + (" (seed)" if size == seed else "")
-        cells = [fmt_time(value(data, c, size)) for c in columns]
-        cells += [ratio(pick(data, columns, a, size), pick(data, columns, b, size))
-                  for _, a, b in ratios]
-        cells.append(best(data, columns, size)[1] or "-")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(row_cells(data, columns, ratios, size)) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -150,10 +155,7 @@ def summary_table(configs):
             cells = ["fail" if value(data, c, -1) == "fail" else "-" for c in columns]
             cells += ["-"] * len(ratios) + ["-"]
         else:
-            cells = [fmt_time(value(data, c, seed)) for c in columns]
-            cells += [ratio(pick(data, columns, a, seed), pick(data, columns, b, seed))
-                      for _, a, b in ratios]
-            cells.append(best(data, columns, seed)[1] or "-")
+            cells = row_cells(data, columns, ratios, seed)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -12,15 +12,10 @@
 // place in the output. Non-power-of-two counts that cannot afford the extra S beta have Bruck,
 // which needs ceil(log2 n) rounds for any n.
 #include "algos/algorithms.h"
+#include "algos/ring_math.h"
 
 namespace weft {
 namespace {
-
-int largestPowerOfTwoAtMost(int n) {
-  int power = 1;
-  while (power * 2 <= n) power *= 2;
-  return power;
-}
 
 class RecursiveDoublingGather {
  public:
@@ -30,7 +25,7 @@ class RecursiveDoublingGather {
         rank_(ctx.rank()),
         blockBytes_(ctx.args().count * ctx.typeSize()),
         out_(static_cast<char*>(ctx.args().recv)),
-        power_(largestPowerOfTwoAtMost(n_)),
+        power_(ring::largestPowerOfTwoAtMost(n_)),
         rem_(n_ - power_) {}
 
   Status run() {
@@ -50,7 +45,7 @@ class RecursiveDoublingGather {
   char* block(int index) const { return out_ + index * blockBytes_; }
   // First real block held by virtual rank v (n for v = p).
   int start(int v) const { return v < rem_ ? 2 * v : v + rem_; }
-  int realRank(int v) const { return v < rem_ ? 2 * v + 1 : v + rem_; }
+  int realRank(int v) const { return ring::foldedRank(v, rem_); }
 
   // The aligned run of `mask` virtual ranks' blocks gathered so far, for the partner's.
   Status swap(int v, int mask) {

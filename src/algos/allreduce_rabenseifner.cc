@@ -23,12 +23,6 @@
 namespace weft {
 namespace {
 
-int largestPowerOfTwoAtMost(int n) {
-  int power = 1;
-  while (power * 2 <= n) power *= 2;
-  return power;
-}
-
 class Rabenseifner {
  public:
   explicit Rabenseifner(AlgoContext& ctx)
@@ -38,7 +32,7 @@ class Rabenseifner {
         typeSize_(ctx.typeSize()),
         in_(static_cast<const char*>(ctx.args().send)),
         out_(static_cast<char*>(ctx.args().recv)),
-        power_(largestPowerOfTwoAtMost(ctx.nranks())),
+        power_(ring::largestPowerOfTwoAtMost(ctx.nranks())),
         rem_(ctx.nranks() - power_),
         reversed_(ctx.plan().nearestFirst),
         incoming_(static_cast<char*>(ctx.scratch(count_ * typeSize_))) {}
@@ -57,9 +51,7 @@ class Rabenseifner {
   }
 
  private:
-  int realRank(int virtualRank) const {
-    return virtualRank < rem_ ? 2 * virtualRank + 1 : virtualRank + rem_;
-  }
+  int realRank(int virtualRank) const { return ring::foldedRank(virtualRank, rem_); }
   // Bit reversal over log2(p) bits when the nearest partners go first; an involution.
   int relabel(int virtualRank) const {
     if (!reversed_) return virtualRank;

@@ -3,17 +3,9 @@
 // (rem = n - largest power of two), each even rank hands its data to the odd rank after it and
 // waits for the result, leaving a power of two of active ranks.
 #include "algos/algorithms.h"
+#include "algos/ring_math.h"
 
 namespace weft {
-namespace {
-
-int largestPowerOfTwoAtMost(int n) {
-  int power = 1;
-  while (power * 2 <= n) power *= 2;
-  return power;
-}
-
-}  // namespace
 
 Status allreduceRecursiveDoubling(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
@@ -27,7 +19,7 @@ Status allreduceRecursiveDoubling(AlgoContext& ctx) {
     return Status::ok();
   }
   void* incoming = ctx.scratch(bytes);
-  const int power = largestPowerOfTwoAtMost(n);
+  const int power = ring::largestPowerOfTwoAtMost(n);
   const int rem = n - power;
 
   int virtualRank;
@@ -47,7 +39,7 @@ Status allreduceRecursiveDoubling(AlgoContext& ctx) {
   if (virtualRank >= 0) {
     for (int mask = 1; mask < power; mask <<= 1) {
       int partnerVirtual = virtualRank ^ mask;
-      int partner = partnerVirtual < rem ? partnerVirtual * 2 + 1 : partnerVirtual + rem;
+      int partner = ring::foldedRank(partnerVirtual, rem);
       ctx.send(partner, buf, bytes);
       WEFT_TRY(ctx.wait(ctx.recv(partner, incoming, bytes)));
       WEFT_TRY(ctx.waitAll());

@@ -12,7 +12,6 @@ namespace weft {
 namespace {
 
 struct Split {
-  const topo::NodeLayout& nodes;
   const std::vector<int>& node;  // this rank's node-mates, itself included
   int parts;                     // L
   int local;                     // this rank's index within its node
@@ -76,8 +75,7 @@ Status allreduceTwoLevelSplit(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   const topo::NodeLayout& nodes = ctx.nodes();
   const int me = ctx.rank();
-  const Split split{nodes, nodes.nodeRanks[nodes.nodeOf[me]], nodes.minPerNode(),
-                    nodes.localIndexOf[me]};
+  const Split split{nodes.nodeRanks[nodes.nodeOf[me]], nodes.minPerNode(), nodes.localIndexOf[me]};
   WEFT_TRY(reduceScatterInNode(ctx, split));
   if (split.local < split.parts) {
     ring::Range part = ring::blockOf(args.count, split.parts, split.local);

@@ -12,7 +12,9 @@ struct Range {
   size_t count = 0;
 };
 
-inline int mod(int value, int n) { return ((value % n) + n) % n; }
+inline int mod(int value, int n) {
+  return ((value % n) + n) % n;
+}
 
 // Splits `count` elements into n blocks whose sizes differ by at most one (the first
 // count % n blocks get the extra element) and returns block i.
@@ -47,12 +49,33 @@ inline int allreduceSendBlock(int rank, int n, int step) {
 
 // Ring reduce-scatter in which rank r ends up owning block r: at step s (0..n-2) it receives
 // block (r - s - 2) and sends block (r - s - 1).
-inline int reduceScatterRecvBlock(int rank, int n, int step) { return mod(rank - step - 2, n); }
-inline int reduceScatterSendBlock(int rank, int n, int step) { return mod(rank - step - 1, n); }
+inline int reduceScatterRecvBlock(int rank, int n, int step) {
+  return mod(rank - step - 2, n);
+}
+inline int reduceScatterSendBlock(int rank, int n, int step) {
+  return mod(rank - step - 1, n);
+}
 
 // Ring all-gather: at step s (0..n-2) a rank sends block (r - s) and receives block (r - s - 1).
-inline int allgatherRecvBlock(int rank, int n, int step) { return mod(rank - step - 1, n); }
-inline int allgatherSendBlock(int rank, int n, int step) { return mod(rank - step, n); }
+inline int allgatherRecvBlock(int rank, int n, int step) {
+  return mod(rank - step - 1, n);
+}
+inline int allgatherSendBlock(int rank, int n, int step) {
+  return mod(rank - step, n);
+}
+
+// The recursive-doubling family runs on p = the largest power of two <= n virtual ranks. The
+// n - p extra ranks fold first: of the first 2(n - p) ranks each even one hands its data to the
+// odd one after it, which then stands for both.
+inline int largestPowerOfTwoAtMost(int n) {
+  int power = 1;
+  while (power * 2 <= n) power *= 2;
+  return power;
+}
+// The rank behind virtual rank v when `rem` = n - p ranks folded away.
+inline int foldedRank(int virtualRank, int rem) {
+  return virtualRank < rem ? 2 * virtualRank + 1 : virtualRank + rem;
+}
 
 // Elements per pipelining slice for a Plan's slice size (at least one element).
 inline size_t sliceElements(size_t sliceBytes, size_t typeSize) {

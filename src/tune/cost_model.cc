@@ -1,5 +1,6 @@
 #include "tune/cost_model.h"
 
+#include "algos/ring_math.h"
 #include "algos/tree_math.h"
 
 #include <algorithm>
@@ -12,12 +13,6 @@
 
 namespace weft::tune {
 namespace {
-
-int largestPowerOfTwoAtMost(int n) {
-  int power = 1;
-  while (power * 2 <= n) power *= 2;
-  return power;
-}
 
 int ceilLog2(int n) {
   int steps = 0;
@@ -82,7 +77,7 @@ struct Costing {
     return 2 * (n - 1) * step(layout.ringCrossing, bytes / n) + gamma(bytes) * (n - 1) / n;
   }
   double fold(double bytes) const {
-    return layout.nranks == largestPowerOfTwoAtMost(layout.nranks)
+    return layout.nranks == ring::largestPowerOfTwoAtMost(layout.nranks)
                ? 0
                : 2 * step(layout.foldCrossing, bytes) + gamma(bytes);
   }
@@ -217,14 +212,12 @@ CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
   std::vector<std::pair<int, int>> sends;
   for (int r = 0; r < n; ++r) sends.emplace_back(r, (r + 1) % n);
   layout.ringCrossing = mostSendersAtANode(nodes, sends);
-  const int power = largestPowerOfTwoAtMost(n);
+  const int power = ring::largestPowerOfTwoAtMost(n);
   const int rem = n - power;
-  auto real = [&](int virtualRank) {
-    return virtualRank < rem ? 2 * virtualRank + 1 : virtualRank + rem;
-  };
   for (int mask = 1; mask < power; mask <<= 1) {
     sends.clear();
-    for (int v = 0; v < power; ++v) sends.emplace_back(real(v), real(v ^ mask));
+    for (int v = 0; v < power; ++v)
+      sends.emplace_back(ring::foldedRank(v, rem), ring::foldedRank(v ^ mask, rem));
     layout.doublingCrossing.push_back(mostSendersAtANode(nodes, sends));
   }
   sends.clear();

@@ -170,19 +170,27 @@ Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out) {
   return Status::ok();
 }
 
+// `algo` with its cheapest stage among nodes (only two-level algorithms have one); micros < 0
+// where the model does not cover it.
+Candidate bestVariant(CollType coll, AlgoId algo, size_t bytes, const Layout& layout,
+                      size_t sliceBytes) {
+  const std::vector<AlgoId> inners = tune::innerAlgos(coll);
+  Candidate best{algo, inners.empty() ? AlgoId::kRing : inners.front(), -1};
+  const bool twoLevel = algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit;
+  for (AlgoId inner : twoLevel ? inners : std::vector<AlgoId>{best.inner}) {
+    double micros =
+        tune::predictMicros(layout.params, layout.cost, coll, algo, inner, bytes, sliceBytes);
+    if (micros >= 0 && (best.micros < 0 || micros < best.micros)) best = {algo, inner, micros};
+  }
+  return best;
+}
+
 std::vector<Candidate> rankCandidates(CollType coll, size_t bytes, const Layout& layout,
                                       size_t sliceBytes) {
   std::vector<Candidate> ranked;
   if (layout.cost.nodes <= 1) return ranked;
-  const std::vector<AlgoId> inners = tune::innerAlgos(coll);
   for (AlgoId algo : tune::modelledAlgos(coll, layout.cost)) {
-    Candidate best{algo, inners.empty() ? AlgoId::kRing : inners.front(), -1};
-    const bool twoLevel = algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit;
-    for (AlgoId inner : twoLevel ? inners : std::vector<AlgoId>{best.inner}) {
-      double micros =
-          tune::predictMicros(layout.params, layout.cost, coll, algo, inner, bytes, sliceBytes);
-      if (micros >= 0 && (best.micros < 0 || micros < best.micros)) best = {algo, inner, micros};
-    }
+    Candidate best = bestVariant(coll, algo, bytes, layout, sliceBytes);
     if (best.micros >= 0) ranked.push_back(best);
   }
   // Ties go to the earlier (simpler) algorithm, so the order is the same on every rank.
@@ -204,20 +212,12 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
       break;
     }
   }
-  std::vector<Candidate> ranked = rankCandidates(args.coll, bytes, layout, sliceBytes);
   if (forced) {
-    plan.algo = *forced;
     // A forced two-level algorithm still gets the model's best stage among nodes.
-    double best = -1;
-    for (AlgoId inner : tune::innerAlgos(args.coll)) {
-      double micros = tune::predictMicros(layout.params, layout.cost, args.coll, plan.algo, inner,
-                                          bytes, sliceBytes);
-      if (micros >= 0 && (best < 0 || micros < best)) {
-        best = micros;
-        plan.inner = inner;
-      }
-    }
-  } else if (!ranked.empty()) {
+    plan.algo = *forced;
+    plan.inner = bestVariant(args.coll, plan.algo, bytes, layout, sliceBytes).inner;
+  } else if (std::vector<Candidate> ranked = rankCandidates(args.coll, bytes, layout, sliceBytes);
+             !ranked.empty()) {
     plan.algo = ranked.front().algo;
     plan.inner = ranked.front().inner;
     plan.predictedMicros = ranked.front().micros;
@@ -231,8 +231,7 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
     plan.sliceBytes = tune::treeChunkBytes(bytes, sliceBytes);
   }
   // shm_flat holds the whole message in one window area; a larger one goes direct.
-  if (plan.algo == AlgoId::kShmFlat &&
-      args.count * reduce::typeSize(args.type) > layout.windowAreaBytes) {
+  if (plan.algo == AlgoId::kShmFlat && callBytes > layout.windowAreaBytes) {
     plan.algo = AlgoId::kShmDirect;
   }
   return plan;

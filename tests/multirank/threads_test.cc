@@ -62,8 +62,6 @@ TEST_CASE("forced algorithms with tiny pipeline slices", "[threads]") {
   checkMatrix(n, options);
 }
 
-
-
 TEST_CASE("shared-memory direct algorithms over many rounds of a small window", "[threads]") {
   // 64 KiB windows: the large size class takes several rounds of each direct algorithm, and the
   // rounds' flags and alternating halves are exercised across calls.
@@ -91,8 +89,6 @@ TEST_CASE("large messages striped over several sockets per peer", "[threads]") {
   checkMatrix(n, options);
 }
 
-
-
 TEST_CASE("IPv6: the whole matrix over ::1", "[threads][ipv6]") {
   ScopedEnv family("WEFT_SOCKET_FAMILY", "AF_INET6");
   ScopedEnv transport("WEFT_TRANSPORT", "tcp");
@@ -103,8 +99,6 @@ TEST_CASE("IPv6: the whole matrix over ::1", "[threads][ipv6]") {
   options.ops = {weftSum, weftMax};
   checkMatrix(n, options);
 }
-
-
 
 TEST_CASE("tree, Rabenseifner, Bruck and recursive-doubling all-gather on 1..8 ranks",
           "[threads][algos]") {
