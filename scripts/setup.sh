@@ -10,13 +10,18 @@ packages=(
   libhwloc-dev                          # machine topology (cores, NUMA, NICs)
   iproute2 procps                       # network namespaces and process checks in tests
 )
+# The torch.distributed backend (bindings/torch) and its tests; WEFT_SETUP_NO_TORCH=1 skips them
+# (the backend is then not built).
+if [[ "${WEFT_SETUP_NO_TORCH:-0}" != 1 ]]; then
+  packages+=(python3-torch libtorch-dev pybind11-dev python3-dev)
+fi
 # The fuzzer (scripts/fuzz.sh): clang ships libFuzzer.
 if [[ "${WEFT_SETUP_FUZZ:-0}" == 1 ]]; then
   packages+=(clang)
 fi
 # Comparison baselines (perf/compare.sh); skipped with WEFT_SETUP_MINIMAL=1.
 if [[ "${WEFT_SETUP_MINIMAL:-0}" != 1 ]]; then
-  packages+=(openmpi-bin libopenmpi-dev python3-torch python3-matplotlib)
+  packages+=(openmpi-bin libopenmpi-dev python3-matplotlib)
 fi
 
 missing=()

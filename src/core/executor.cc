@@ -73,7 +73,14 @@ void Executor::enqueue(Op op) {
   std::lock_guard<std::mutex> lock(mutex_);
   queue_.push_back(std::move(op));
   queued_.store(queue_.size());
-  if (helpers_ == 0) workQueued_.notify_one();
+  // With a helper waiting the progress thread stands aside, so the helper must be the one woken:
+  // it may be waiting for exactly this operation (a request of a group issued just now by
+  // another thread).
+  if (helpers_ == 0) {
+    workQueued_.notify_one();
+  } else {
+    finished_.notify_all();
+  }
 }
 
 bool Executor::waitFor(Completion& completion, int64_t timeoutMs) {

@@ -74,6 +74,50 @@ TEST_CASE("a group of sends and receives around a ring completes through request
   }
 }
 
+TEST_CASE("a request of a group is waited on by another thread before the group is issued",
+          "[comm]") {
+  // What a completion thread does (the torch backend's): it waits on requests as they are
+  // handed out, while the issuing thread is still inside the group. Issuing the group must
+  // wake that waiter, which the progress thread leaves the work to.
+  constexpr int n = 2;
+  std::atomic<int> wrong{0};
+  std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    const int peer = 1 - rank;
+    std::vector<float> out(1000, static_cast<float>(rank)), in(1000, -1.0f);
+    weftRequest_t sendRequest = nullptr, recvRequest = nullptr;
+    weftGroupStart();
+    // Opposite orders on the two ranks: only a group lets both complete.
+    if (rank == 0) {
+      weftSend(out.data(), out.size(), weftFloat32, peer, comm, &sendRequest);
+      weftRecv(in.data(), in.size(), weftFloat32, peer, comm, &recvRequest);
+    } else {
+      weftRecv(in.data(), in.size(), weftFloat32, peer, comm, &recvRequest);
+      weftSend(out.data(), out.size(), weftFloat32, peer, comm, &sendRequest);
+    }
+    // Only the waiter waits: the issuing thread returns after the group, as Python does. A
+    // waiter left asleep would only run the group when its own deadline passed (a hang, with
+    // no deadline), so it must return well before that.
+    std::atomic<bool> waiting{false};
+    weftResult_t sent = weftInternalError, received = weftInternalError;
+    double waitedSeconds = 0;
+    std::thread waiter([&] {
+      waiting = true;
+      const auto start = Clock::now();
+      sent = weftWait(&sendRequest, 20000);
+      received = weftWait(&recvRequest, 20000);
+      waitedSeconds = secondsSince(start);
+    });
+    while (!waiting) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (weftGroupEnd() != weftSuccess) ++wrong;
+    waiter.join();
+    if (sent != weftSuccess || received != weftSuccess || waitedSeconds > 10) ++wrong;
+    if (in[999] != static_cast<float>(peer)) ++wrong;
+  });
+  REQUIRE(init.empty());
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("non-blocking calls run in issue order and overlap the caller", "[comm]") {
   constexpr int n = 3;
   constexpr int kCalls = 20;

@@ -1,0 +1,38 @@
+// The Python module weft_torch._C: the creator torch.distributed calls for backend "weft".
+#include <pybind11/chrono.h>
+#include <torch/extension.h>
+
+#include "process_group_weft.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_C, module) {
+  module.doc() = "weft collectives as a torch.distributed backend";
+  // torch registers its ProcessGroup/Backend and Store types when torch.distributed loads; the
+  // class below derives from them, so they must be known first.
+  py::module::import("torch.distributed");
+
+  py::class_<weft_torch::ProcessGroupWeft, weft_torch::WeftBase,
+             c10::intrusive_ptr<weft_torch::ProcessGroupWeft>>(module, "ProcessGroupWeft")
+      .def("weft_comm_size",
+           [](const weft_torch::ProcessGroupWeft& group) {
+             int count = 0;
+             weftCommCount(group.comm(), &count);
+             return count;
+           })
+      .def("weft_async_error", [](const weft_torch::ProcessGroupWeft& group) {
+        weftResult_t error = weftSuccess;
+        weftCommGetAsyncError(group.comm(), &error);
+        return std::string(weftGetErrorString(error));
+      });
+
+  module.def("create_process_group", &weft_torch::createProcessGroupWeft, py::arg("store"),
+             py::arg("rank"), py::arg("size"), py::arg("timeout"),
+             py::call_guard<py::gil_scoped_release>(),
+             "Creates a weft process group; torch.distributed calls it for backend 'weft'.");
+  module.def("weft_version", [] {
+    int version = 0;
+    weftGetVersion(&version);
+    return version;
+  });
+}

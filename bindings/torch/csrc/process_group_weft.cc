@@ -1,0 +1,269 @@
+// Set-up, the reductions and broadcast. The data-movement collectives (gathers, scatters,
+// all-to-all, point to point) are in process_group_exchange.cc.
+#include "process_group_weft.h"
+
+#include <Python.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "staging.h"
+#include "tensor_mapping.h"
+
+namespace weft_torch {
+
+namespace {
+
+// The store key under which rank 0 publishes the unique id (the store torch passes is already
+// prefixed per group, so every group has its own).
+constexpr const char* kUniqueIdKey = "weft_unique_id";
+
+int deadlineMs(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) return WEFT_CONFIG_UNDEF_INT;
+  return static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
+}
+
+}  // namespace
+
+ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : WeftBase(rank, size) {
+  TORCH_CHECK(store, "weft: the store is null");
+  weftUniqueId id;
+  if (rank == 0) {
+    check(weftGetUniqueId(&id), "rendezvous: weftGetUniqueId");
+    const auto* bytes = reinterpret_cast<const uint8_t*>(id.internal);
+    store->set(kUniqueIdKey, std::vector<uint8_t>(bytes, bytes + sizeof(id.internal)));
+  } else {
+    std::vector<uint8_t> bytes = store->get(kUniqueIdKey);
+    TORCH_CHECK(bytes.size() == sizeof(id.internal), "weft: rendezvous: the store's '",
+                kUniqueIdKey, "' holds ", bytes.size(), " bytes, expected ", sizeof(id.internal),
+                " (another backend's key?)");
+    std::memcpy(id.internal, bytes.data(), bytes.size());
+  }
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = deadlineMs(timeout);
+  check(weftCommInitRankConfig(&comm_, size, id, rank, &config), "rendezvous");
+  completer_ = std::make_unique<Completer>(comm_);
+}
+
+ProcessGroupWeft::~ProcessGroupWeft() {
+  // Python drops the group holding the GIL, and the completer may need the GIL to free the
+  // last reference to a tensor Python owns: waiting for the completer with the GIL held would
+  // deadlock, so the GIL is let go for the wait.
+  PyThreadState* released = nullptr;
+  if (Py_IsInitialized() && PyGILState_Check()) released = PyEval_SaveThread();
+  // Every queued call completes (or fails at the communicator's deadline) before the
+  // communicator goes: nothing is left reading or writing a tensor.
+  completer_.reset();
+  if (comm_ != nullptr) weftCommDestroy(comm_);
+  if (released != nullptr) PyEval_RestoreThread(released);
+}
+
+void ProcessGroupWeft::check(weftResult_t result, const std::string& what) const {
+  if (result == weftSuccess) return;
+  const char* detail = weftGetLastError(comm_);
+  TORCH_CHECK(false, "weft: ", what, ": ", weftGetErrorString(result),
+              (detail && *detail) ? std::string(": ") + detail : std::string());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(
+    c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
+    std::vector<at::Tensor> keepAlive, Finisher finisher,
+    const std::function<void(WeftWork&)>& issue) {
+  auto work = c10::make_intrusive<WeftWork>(getRank(), type, what, std::move(outputs),
+                                            std::move(keepAlive), std::move(finisher));
+  issue(*work);
+  // Inside a batch the requests belong to a weft group that is only issued at endCoalescing;
+  // the completer gets the works then, so that it never waits on a group still being built.
+  if (coalescingDepth_ > 0) {
+    coalesced_.push_back(work);
+  } else {
+    completer_->add(work);
+  }
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors,
+                                                           const c10d::BroadcastOptions& opts) {
+  checkSingle(tensors, "broadcast", "tensors");
+  checkCpuDense(tensors[0], "broadcast: tensors[0]");
+  checkRank(opts.rootRank, getSize(), "broadcast", "rootRank");
+  TORCH_CHECK(opts.rootTensor == 0, "weft: broadcast: rootTensor must be 0, got ", opts.rootTensor);
+  weftDataType_t type = weftTypeOf(tensors[0], "broadcast");
+  Staged staged = stageInOut(tensors[0]);
+  return launch(c10d::OpType::BROADCAST, "broadcast", tensors, {staged.buffer}, staged.finisher,
+                [&](WeftWork& work) {
+                  weftRequest_t request = nullptr;
+                  void* data = staged.buffer.data_ptr();
+                  check(weftBroadcast(data, data, staged.buffer.numel(), type,
+                                      static_cast<int>(opts.rootRank), comm_, &request),
+                        "broadcast");
+                  work.addRequest(request);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors,
+                                                           const c10d::AllreduceOptions& opts) {
+  checkSingle(tensors, "allreduce", "tensors");
+  checkCpuDense(tensors[0], "allreduce: tensors[0]");
+  if (isBitwise(opts.reduceOp)) return bitwiseAllreduce(tensors[0], opts.reduceOp, "allreduce");
+  weftRedOp_t op = weftOpOf(opts.reduceOp, tensors[0], "allreduce");
+  weftDataType_t type = weftTypeOf(tensors[0], "allreduce");
+  Staged staged = stageInOut(tensors[0]);
+  return launch(c10d::OpType::ALLREDUCE, "allreduce", tensors, {staged.buffer}, staged.finisher,
+                [&](WeftWork& work) {
+                  weftRequest_t request = nullptr;
+                  void* data = staged.buffer.data_ptr();
+                  check(weftAllReduce(data, data, staged.buffer.numel(), type, op, comm_, &request),
+                        "allreduce");
+                  work.addRequest(request);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::bitwiseAllreduce(at::Tensor& tensor,
+                                                                  const c10d::ReduceOp& op,
+                                                                  const char* what) {
+  TORCH_CHECK(!at::isFloatingType(tensor.scalar_type()), "weft: ", what,
+              ": bitwise reduce ops need an integer or bool tensor, got ", tensor.scalar_type());
+  weftDataType_t type = weftTypeOf(tensor, what);
+  at::Tensor input = contiguousInput(tensor);
+  at::Tensor gathered = at::empty({getSize(), input.numel()}, input.options());
+  Finisher fold = [op, gathered, tensor]() mutable { foldBitwise(op, gathered, tensor); };
+  return launch(c10d::OpType::ALLREDUCE, what, {tensor}, {input, gathered}, fold,
+                [&](WeftWork& work) {
+                  weftRequest_t request = nullptr;
+                  check(weftAllGather(input.data_ptr(), gathered.data_ptr(), input.numel(), type,
+                                      comm_, &request),
+                        std::string(what) + " (bitwise, as an all-gather)");
+                  work.addRequest(request);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "weft: allreduce_coalesced: tensors is empty");
+  checkCpuDense(tensors[0], "allreduce_coalesced: tensors[0]");
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    const std::string name = "allreduce_coalesced: tensors[" + std::to_string(i) + "]";
+    checkCpuDense(tensors[i], name);
+    TORCH_CHECK(tensors[i].scalar_type() == tensors[0].scalar_type(), "weft: ", name, " has dtype ",
+                tensors[i].scalar_type(), ", tensors[0] has ", tensors[0].scalar_type());
+  }
+  TORCH_CHECK(!isBitwise(opts.reduceOp),
+              "weft: allreduce_coalesced: bitwise ops are supported by allreduce only");
+  weftRedOp_t op = weftOpOf(opts.reduceOp, tensors[0], "allreduce_coalesced");
+  weftDataType_t type = weftTypeOf(tensors[0], "allreduce_coalesced");
+  Staged staged = stageConcatenated(tensors, /*copyIn=*/true);
+  return launch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, {staged.buffer},
+                staged.finisher, [&](WeftWork& work) {
+                  weftRequest_t request = nullptr;
+                  void* data = staged.buffer.data_ptr();
+                  check(weftAllReduce(data, data, staged.buffer.numel(), type, op, comm_, &request),
+                        "allreduce_coalesced");
+                  work.addRequest(request);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce(std::vector<at::Tensor>& tensors,
+                                                        const c10d::ReduceOptions& opts) {
+  checkSingle(tensors, "reduce", "tensors");
+  checkCpuDense(tensors[0], "reduce: tensors[0]");
+  checkRank(opts.rootRank, getSize(), "reduce", "rootRank");
+  TORCH_CHECK(opts.rootTensor == 0, "weft: reduce: rootTensor must be 0, got ", opts.rootTensor);
+  // A bitwise reduce is a bitwise all-reduce whose result only the root keeps.
+  if (isBitwise(opts.reduceOp)) {
+    if (getRank() == opts.rootRank) return bitwiseAllreduce(tensors[0], opts.reduceOp, "reduce");
+    at::Tensor scratch = tensors[0].clone();
+    return bitwiseAllreduce(scratch, opts.reduceOp, "reduce");
+  }
+  weftRedOp_t op = weftOpOf(opts.reduceOp, tensors[0], "reduce");
+  weftDataType_t type = weftTypeOf(tensors[0], "reduce");
+  Staged staged = stageInOut(tensors[0]);
+  // Only the root's tensor changes, as with gloo and NCCL.
+  Finisher finisher = getRank() == opts.rootRank ? staged.finisher : Finisher();
+  return launch(c10d::OpType::REDUCE, "reduce", tensors, {staged.buffer}, finisher,
+                [&](WeftWork& work) {
+                  weftRequest_t request = nullptr;
+                  void* data = staged.buffer.data_ptr();
+                  check(weftReduce(data, data, staged.buffer.numel(), type, op,
+                                   static_cast<int>(opts.rootRank), comm_, &request),
+                        "reduce");
+                  work.addRequest(request);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  checkCpuDense(output, "_reduce_scatter_base: output");
+  checkCpuDense(input, "_reduce_scatter_base: input");
+  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "weft: _reduce_scatter_base: input ",
+              "has dtype ", input.scalar_type(), ", output has ", output.scalar_type());
+  TORCH_CHECK(input.numel() == output.numel() * getSize(), "weft: _reduce_scatter_base: input ",
+              "has ", input.numel(), " elements, expected output's ", output.numel(), " x ",
+              getSize(), " ranks");
+  TORCH_CHECK(!isBitwise(opts.reduceOp), "weft: reduce_scatter: bitwise ops are not supported");
+  weftRedOp_t op = weftOpOf(opts.reduceOp, input, "_reduce_scatter_base");
+  weftDataType_t type = weftTypeOf(input, "_reduce_scatter_base");
+  at::Tensor in = contiguousInput(input);
+  Staged out = stageOutput(output);
+  return launch(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
+                {in, out.buffer}, out.finisher, [&](WeftWork& work) {
+                  weftRequest_t request = nullptr;
+                  check(weftReduceScatter(in.data_ptr(), out.buffer.data_ptr(), output.numel(),
+                                          type, op, comm_, &request),
+                        "_reduce_scatter_base");
+                  work.addRequest(request);
+                });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  checkSingle(outputs, "reduce_scatter", "outputs");
+  checkCpuDense(outputs[0], "reduce_scatter: outputs[0]");
+  TORCH_CHECK(inputs.size() == 1, "weft: reduce_scatter: expects one input list, got ",
+              inputs.size());
+  TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(),
+              "weft: reduce_scatter: ", "inputs[0] holds ", inputs[0].size(),
+              " tensors, expected one per rank (", getSize(), ")");
+  checkSameShape(inputs[0], outputs[0], "reduce_scatter: inputs[0]");
+  at::Tensor flat = stageConcatenated(inputs[0], /*copyIn=*/true).buffer;
+  return _reduce_scatter_base(outputs[0], flat, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOptions& /*opts*/) {
+  return launch(c10d::OpType::BARRIER, "barrier", {}, {}, Finisher(), [&](WeftWork& work) {
+    weftRequest_t request = nullptr;
+    check(weftBarrier(comm_, &request), "barrier");
+    work.addRequest(request);
+  });
+}
+
+void ProcessGroupWeft::startCoalescing() {
+  check(weftGroupStart(), "startCoalescing");
+  ++coalescingDepth_;
+}
+
+void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /*works*/) {
+  TORCH_CHECK(coalescingDepth_ > 0, "weft: endCoalescing without startCoalescing");
+  --coalescingDepth_;
+  weftResult_t ended = weftGroupEnd();
+  if (coalescingDepth_ == 0) {
+    // Handed over even when the group failed: each work then completes with the failure.
+    for (auto& work : coalesced_) completer_->add(std::move(work));
+    coalesced_.clear();
+  }
+  check(ended, "endCoalescing");
+}
+
+c10::intrusive_ptr<WeftBase> createProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
+                                                    int rank, int size,
+                                                    const std::chrono::duration<float>& timeout) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  return c10::make_intrusive<ProcessGroupWeft>(store, rank, size, ms);
+}
+
+}  // namespace weft_torch
