@@ -242,6 +242,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOpti
   });
 }
 
+#if TORCH_VERSION_MAJOR < 2
 void ProcessGroupWeft::startCoalescing() {
   check(weftGroupStart(), "startCoalescing");
   ++coalescingDepth_;
@@ -258,6 +259,7 @@ void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>
   }
   check(ended, "endCoalescing");
 }
+#endif
 
 c10::intrusive_ptr<WeftBase> createProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
                                                     int rank, int size,

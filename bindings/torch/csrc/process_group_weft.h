@@ -81,10 +81,13 @@ class ProcessGroupWeft : public WeftBase {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
+#if TORCH_VERSION_MAJOR < 2
   // batch_isend_irecv brackets its calls with these: they become one weft group, so that the
-  // sends and receives of a batch progress together whatever their order on each rank.
+  // sends and receives of a batch progress together whatever their order on each rank. (Their
+  // signatures change across torch 2.x releases; there a batch is issued call by call.)
   void startCoalescing() override;
   void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& works) override;
+#endif
 
  private:
   using Finisher = std::function<void()>;
