@@ -42,14 +42,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_allgather_base(
   weftDataType_t type = weftTypeOf(input, "_allgather_base");
   at::Tensor in = contiguousInput(input);
   Staged out = stageOutput(output);
-  return launch(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {in, out.buffer},
-                out.finisher, [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  check(weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type, comm_,
-                                      &request),
-                        "_allgather_base");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {in, out.buffer},
+                    out.finisher, [&](weftRequest_t* request) {
+                      return weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type,
+                                           comm_, request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather(
@@ -65,14 +62,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather(
   weftDataType_t type = weftTypeOf(inputs[0], "allgather");
   at::Tensor in = contiguousInput(inputs[0]);
   Staged out = stageConcatenated(outputs[0], /*copyIn=*/false);
-  return launch(c10d::OpType::ALLGATHER, "allgather", outputs[0], {in, out.buffer}, out.finisher,
-                [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  check(weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type, comm_,
-                                      &request),
-                        "allgather");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::ALLGATHER, "allgather", outputs[0], {in, out.buffer},
+                    out.finisher, [&](weftRequest_t* request) {
+                      return weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type,
+                                           comm_, request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
@@ -102,14 +96,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
   std::vector<at::Tensor> targets;
   for (const auto& list : outputLists) targets.insert(targets.end(), list.begin(), list.end());
   Staged out = stageConcatenated(targets, /*copyIn=*/false);
-  return launch(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", targets, {in, out.buffer},
-                out.finisher, [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  check(weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type, comm_,
-                                      &request),
-                        "allgather_coalesced");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", targets,
+                    {in, out.buffer}, out.finisher, [&](weftRequest_t* request) {
+                      return weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type,
+                                           comm_, request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::gather(
@@ -132,14 +123,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::gather(
   Staged out;
   if (isRoot) out = stageConcatenated(outputs[0], /*copyIn=*/false);
   std::vector<at::Tensor> results = isRoot ? outputs[0] : std::vector<at::Tensor>();
-  return launch(
-      c10d::OpType::GATHER, "gather", results, {in, out.buffer}, out.finisher, [&](WeftWork& work) {
-        weftRequest_t request = nullptr;
-        check(weftGather(in.data_ptr(), isRoot ? out.buffer.data_ptr() : nullptr, in.numel(), type,
-                         static_cast<int>(opts.rootRank), comm_, &request),
-              "gather");
-        work.addRequest(request);
-      });
+  return launchCall(c10d::OpType::GATHER, "gather", results, {in, out.buffer}, out.finisher,
+                    [&](weftRequest_t* request) {
+                      return weftGather(in.data_ptr(), isRoot ? out.buffer.data_ptr() : nullptr,
+                                        in.numel(), type, static_cast<int>(opts.rootRank), comm_,
+                                        request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::scatter(
@@ -161,15 +150,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::scatter(
   }
   weftDataType_t type = weftTypeOf(outputs[0], "scatter");
   Staged out = stageOutput(outputs[0]);
-  return launch(c10d::OpType::SCATTER, "scatter", outputs, {in, out.buffer}, out.finisher,
-                [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  check(weftScatter(isRoot ? in.data_ptr() : nullptr, out.buffer.data_ptr(),
-                                    outputs[0].numel(), type, static_cast<int>(opts.rootRank),
-                                    comm_, &request),
-                        "scatter");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::SCATTER, "scatter", outputs, {in, out.buffer}, out.finisher,
+                    [&](weftRequest_t* request) {
+                      return weftScatter(isRoot ? in.data_ptr() : nullptr, out.buffer.data_ptr(),
+                                         outputs[0].numel(), type, static_cast<int>(opts.rootRank),
+                                         comm_, request);
+                    });
 }
 
 void ProcessGroupWeft::exchangeBlocks(WeftWork& work, const at::Tensor& output,
@@ -224,14 +210,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall_base(
     TORCH_CHECK(input.numel() == output.numel() && input.numel() % size == 0, "weft: ",
                 "alltoall_base: input and output need the same element count, divisible by ", size,
                 " ranks (got ", input.numel(), " and ", output.numel(), ")");
-    return launch(c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output}, {in, out.buffer},
-                  out.finisher, [&](WeftWork& work) {
-                    weftRequest_t request = nullptr;
-                    check(weftAlltoAll(in.data_ptr(), out.buffer.data_ptr(), in.numel() / size,
-                                       type, comm_, &request),
-                          "alltoall_base");
-                    work.addRequest(request);
-                  });
+    return launchCall(c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output}, {in, out.buffer},
+                      out.finisher, [&](weftRequest_t* request) {
+                        return weftAlltoAll(in.data_ptr(), out.buffer.data_ptr(), in.numel() / size,
+                                            type, comm_, request);
+                      });
   }
   // Uneven splits are counted in rows of dimension 0; a missing list means even rows.
   auto blocks = [&](const at::Tensor& tensor, const std::vector<int64_t>& splits, const char* name,
@@ -309,13 +292,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& t
   checkRank(dstRank, getSize(), "send", "dst");
   weftDataType_t type = weftTypeOf(tensors[0], "send");
   at::Tensor in = contiguousInput(tensors[0]);
-  return launch(c10d::OpType::SEND, "send to rank " + std::to_string(dstRank), tensors, {in},
-                Finisher(), [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  check(weftSend(in.data_ptr(), in.numel(), type, dstRank, comm_, &request),
-                        "send");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::SEND, "send to rank " + std::to_string(dstRank), tensors, {in},
+                    Finisher(), [&](weftRequest_t* request) {
+                      return weftSend(in.data_ptr(), in.numel(), type, dstRank, comm_, request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int srcRank,
@@ -325,14 +305,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& t
   checkRank(srcRank, getSize(), "recv", "src");
   weftDataType_t type = weftTypeOf(tensors[0], "recv");
   Staged out = stageOutput(tensors[0]);
-  return launch(
-      c10d::OpType::RECV, "receive from rank " + std::to_string(srcRank), tensors, {out.buffer},
-      out.finisher, [&](WeftWork& work) {
-        weftRequest_t request = nullptr;
-        check(weftRecv(out.buffer.data_ptr(), out.buffer.numel(), type, srcRank, comm_, &request),
-              "recv");
-        work.addRequest(request);
-      });
+  return launchCall(c10d::OpType::RECV, "receive from rank " + std::to_string(srcRank), tensors,
+                    {out.buffer}, out.finisher, [&](weftRequest_t* request) {
+                      return weftRecv(out.buffer.data_ptr(), out.buffer.numel(), type, srcRank,
+                                      comm_, request);
+                    });
 }
 
 }  // namespace weft_torch

@@ -86,6 +86,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(
   return work;
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(
+    c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
+    std::vector<at::Tensor> keepAlive, Finisher finisher,
+    const std::function<weftResult_t(weftRequest_t*)>& call) {
+  return launch(type, what, std::move(outputs), std::move(keepAlive), std::move(finisher),
+                [&](WeftWork& work) {
+                  weftRequest_t request = nullptr;
+                  check(call(&request), what);
+                  work.addRequest(request);
+                });
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors,
                                                            const c10d::BroadcastOptions& opts) {
   checkSingle(tensors, "broadcast", "tensors");
@@ -94,15 +106,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tenso
   TORCH_CHECK(opts.rootTensor == 0, "weft: broadcast: rootTensor must be 0, got ", opts.rootTensor);
   weftDataType_t type = weftTypeOf(tensors[0], "broadcast");
   Staged staged = stageInOut(tensors[0]);
-  return launch(c10d::OpType::BROADCAST, "broadcast", tensors, {staged.buffer}, staged.finisher,
-                [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  void* data = staged.buffer.data_ptr();
-                  check(weftBroadcast(data, data, staged.buffer.numel(), type,
-                                      static_cast<int>(opts.rootRank), comm_, &request),
-                        "broadcast");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::BROADCAST, "broadcast", tensors, {staged.buffer}, staged.finisher,
+                    [&](weftRequest_t* request) {
+                      void* data = staged.buffer.data_ptr();
+                      return weftBroadcast(data, data, staged.buffer.numel(), type,
+                                           static_cast<int>(opts.rootRank), comm_, request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors,
@@ -113,14 +122,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tenso
   weftRedOp_t op = weftOpOf(opts.reduceOp, tensors[0], "allreduce");
   weftDataType_t type = weftTypeOf(tensors[0], "allreduce");
   Staged staged = stageInOut(tensors[0]);
-  return launch(c10d::OpType::ALLREDUCE, "allreduce", tensors, {staged.buffer}, staged.finisher,
-                [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  void* data = staged.buffer.data_ptr();
-                  check(weftAllReduce(data, data, staged.buffer.numel(), type, op, comm_, &request),
-                        "allreduce");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::ALLREDUCE, "allreduce", tensors, {staged.buffer}, staged.finisher,
+                    [&](weftRequest_t* request) {
+                      void* data = staged.buffer.data_ptr();
+                      return weftAllReduce(data, data, staged.buffer.numel(), type, op, comm_,
+                                           request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::bitwiseAllreduce(at::Tensor& tensor,
@@ -132,14 +139,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::bitwiseAllreduce(at::Tensor& te
   at::Tensor input = contiguousInput(tensor);
   at::Tensor gathered = at::empty({getSize(), input.numel()}, input.options());
   Finisher fold = [op, gathered, tensor]() mutable { foldBitwise(op, gathered, tensor); };
-  return launch(c10d::OpType::ALLREDUCE, what, {tensor}, {input, gathered}, fold,
-                [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  check(weftAllGather(input.data_ptr(), gathered.data_ptr(), input.numel(), type,
-                                      comm_, &request),
-                        std::string(what) + " (bitwise, as an all-gather)");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::ALLREDUCE, what, {tensor}, {input, gathered}, fold,
+                    [&](weftRequest_t* request) {
+                      return weftAllGather(input.data_ptr(), gathered.data_ptr(), input.numel(),
+                                           type, comm_, request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(
@@ -157,14 +161,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(
   weftRedOp_t op = weftOpOf(opts.reduceOp, tensors[0], "allreduce_coalesced");
   weftDataType_t type = weftTypeOf(tensors[0], "allreduce_coalesced");
   Staged staged = stageConcatenated(tensors, /*copyIn=*/true);
-  return launch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, {staged.buffer},
-                staged.finisher, [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  void* data = staged.buffer.data_ptr();
-                  check(weftAllReduce(data, data, staged.buffer.numel(), type, op, comm_, &request),
-                        "allreduce_coalesced");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors,
+                    {staged.buffer}, staged.finisher, [&](weftRequest_t* request) {
+                      void* data = staged.buffer.data_ptr();
+                      return weftAllReduce(data, data, staged.buffer.numel(), type, op, comm_,
+                                           request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce(std::vector<at::Tensor>& tensors,
@@ -184,15 +186,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce(std::vector<at::Tensor>&
   Staged staged = stageInOut(tensors[0]);
   // Only the root's tensor changes, as with gloo and NCCL.
   Finisher finisher = getRank() == opts.rootRank ? staged.finisher : Finisher();
-  return launch(c10d::OpType::REDUCE, "reduce", tensors, {staged.buffer}, finisher,
-                [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  void* data = staged.buffer.data_ptr();
-                  check(weftReduce(data, data, staged.buffer.numel(), type, op,
-                                   static_cast<int>(opts.rootRank), comm_, &request),
-                        "reduce");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::REDUCE, "reduce", tensors, {staged.buffer}, finisher,
+                    [&](weftRequest_t* request) {
+                      void* data = staged.buffer.data_ptr();
+                      return weftReduce(data, data, staged.buffer.numel(), type, op,
+                                        static_cast<int>(opts.rootRank), comm_, request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_reduce_scatter_base(
@@ -209,14 +208,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_reduce_scatter_base(
   weftDataType_t type = weftTypeOf(input, "_reduce_scatter_base");
   at::Tensor in = contiguousInput(input);
   Staged out = stageOutput(output);
-  return launch(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
-                {in, out.buffer}, out.finisher, [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  check(weftReduceScatter(in.data_ptr(), out.buffer.data_ptr(), output.numel(),
-                                          type, op, comm_, &request),
-                        "_reduce_scatter_base");
-                  work.addRequest(request);
-                });
+  return launchCall(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
+                    {in, out.buffer}, out.finisher, [&](weftRequest_t* request) {
+                      return weftReduceScatter(in.data_ptr(), out.buffer.data_ptr(), output.numel(),
+                                               type, op, comm_, request);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter(
@@ -235,11 +231,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter(
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOptions& /*opts*/) {
-  return launch(c10d::OpType::BARRIER, "barrier", {}, {}, Finisher(), [&](WeftWork& work) {
-    weftRequest_t request = nullptr;
-    check(weftBarrier(comm_, &request), "barrier");
-    work.addRequest(request);
-  });
+  return launchCall(c10d::OpType::BARRIER, "barrier", {}, {}, Finisher(),
+                    [&](weftRequest_t* request) { return weftBarrier(comm_, request); });
 }
 
 #if TORCH_VERSION_MAJOR < 2

@@ -97,6 +97,11 @@ class ProcessGroupWeft : public WeftBase {
                                         std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> keepAlive, Finisher finisher,
                                         const std::function<void(WeftWork&)>& issue);
+  // The common case of launch: one weft call that hands back one request.
+  c10::intrusive_ptr<c10d::Work> launchCall(
+      c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
+      std::vector<at::Tensor> keepAlive, Finisher finisher,
+      const std::function<weftResult_t(weftRequest_t*)>& call);
   void check(weftResult_t result, const std::string& what) const;
   // An all-reduce with a bitwise op: all-gather, then a local fold (weft reduces arithmetic ops
   // only).
