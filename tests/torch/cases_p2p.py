@@ -13,6 +13,16 @@ import torch.distributed as dist
 from checks import GLOO_DTYPES, average, make, red_op
 
 
+def ring_exchange(rank, send, recv, nxt, prv, group):
+    """isend to nxt and irecv from prv, even ranks posting the send first so that no two ranks
+    both wait to receive (weft runs a communicator's calls in issue order); waits for both."""
+    post_send = lambda: dist.isend(send, dst=nxt, group=group)  # noqa: E731
+    post_recv = lambda: dist.irecv(recv, src=prv, group=group)  # noqa: E731
+    order = (post_send, post_recv) if rank % 2 == 0 else (post_recv, post_send)
+    for work in [post() for post in order]:
+        work.wait()
+
+
 class PeerCases:
     """send / recv, batch_isend_irecv, async Work, subgroup, errors."""
 
@@ -81,13 +91,7 @@ class PeerCases:
         results = []
         for group in (None, self.gloo):
             r = torch.empty_like(x)
-            # Even ranks send first, for the reason given above.
-            if self.rank % 2 == 0:
-                ws = [dist.isend(x, dst=nxt, group=group), dist.irecv(r, src=prv, group=group)]
-            else:
-                ws = [dist.irecv(r, src=prv, group=group), dist.isend(x, dst=nxt, group=group)]
-            for w in ws:
-                w.wait()
+            ring_exchange(self.rank, x, r, nxt, prv, group)
             results.append(r)
         self.expect_equal(self.case, results[0], results[1])
         self.sanity("point to point")
@@ -264,12 +268,7 @@ class PeerCases:
                 nxt, prv = members[(self.rank + 1) % m], members[(self.rank - 1) % m]
                 z = make(torch.float64, (9,), self.rank, self.case + "/p2p")
                 got = torch.empty_like(z)
-                if self.rank % 2 == 0:
-                    ws = [dist.isend(z, dst=nxt, group=sub), dist.irecv(got, src=prv, group=sub)]
-                else:
-                    ws = [dist.irecv(got, src=prv, group=sub), dist.isend(z, dst=nxt, group=sub)]
-                for w in ws:
-                    w.wait()
+                ring_exchange(self.rank, z, got, nxt, prv, sub)
                 self.expect_equal(self.case + " isend/irecv", got,
                                   make(torch.float64, (9,), prv, self.case + "/p2p"))
             dist.barrier(group=sub)

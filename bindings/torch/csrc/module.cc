@@ -13,18 +13,7 @@ PYBIND11_MODULE(_C, module) {
   py::module::import("torch.distributed");
 
   py::class_<weft_torch::ProcessGroupWeft, weft_torch::WeftBase,
-             c10::intrusive_ptr<weft_torch::ProcessGroupWeft>>(module, "ProcessGroupWeft")
-      .def("weft_comm_size",
-           [](const weft_torch::ProcessGroupWeft& group) {
-             int count = 0;
-             weftCommCount(group.comm(), &count);
-             return count;
-           })
-      .def("weft_async_error", [](const weft_torch::ProcessGroupWeft& group) {
-        weftResult_t error = weftSuccess;
-        weftCommGetAsyncError(group.comm(), &error);
-        return std::string(weftGetErrorString(error));
-      });
+             c10::intrusive_ptr<weft_torch::ProcessGroupWeft>>(module, "ProcessGroupWeft");
 
   module.def("create_process_group", &weft_torch::createProcessGroupWeft, py::arg("store"),
              py::arg("rank"), py::arg("size"), py::arg("timeout"),

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "process_group_weft.h"
-#include "staging.h"
 #include "tensor_mapping.h"
 
 namespace weft_torch {
@@ -30,6 +29,16 @@ class GroupScope {
 
 }  // namespace
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allGatherStaged(
+    c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
+    const at::Tensor& input, const Staged& output, weftDataType_t dtype) {
+  return launchCall(type, what, std::move(outputs), {input, output.buffer}, output.finisher,
+                    [&](weftRequest_t* request) {
+                      return weftAllGather(input.data_ptr(), output.buffer.data_ptr(),
+                                           input.numel(), dtype, comm_, request);
+                    });
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& /*opts*/) {
   checkCpuDense(output, "_allgather_base: output");
@@ -40,13 +49,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_allgather_base(
               output.numel(), " elements, expected input's ", input.numel(), " x ", getSize(),
               " ranks");
   weftDataType_t type = weftTypeOf(input, "_allgather_base");
-  at::Tensor in = contiguousInput(input);
-  Staged out = stageOutput(output);
-  return launchCall(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {in, out.buffer},
-                    out.finisher, [&](weftRequest_t* request) {
-                      return weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type,
-                                           comm_, request);
-                    });
+  return allGatherStaged(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output},
+                         contiguousInput(input), stageOutput(output), type);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather(
@@ -60,13 +64,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather(
               "holds ", outputs[0].size(), " tensors, expected one per rank (", getSize(), ")");
   checkSameShape(outputs[0], inputs[0], "allgather: outputs[0]");
   weftDataType_t type = weftTypeOf(inputs[0], "allgather");
-  at::Tensor in = contiguousInput(inputs[0]);
-  Staged out = stageConcatenated(outputs[0], /*copyIn=*/false);
-  return launchCall(c10d::OpType::ALLGATHER, "allgather", outputs[0], {in, out.buffer},
-                    out.finisher, [&](weftRequest_t* request) {
-                      return weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type,
-                                           comm_, request);
-                    });
+  return allGatherStaged(c10d::OpType::ALLGATHER, "allgather", outputs[0],
+                         contiguousInput(inputs[0]),
+                         stageConcatenated(outputs[0], /*copyIn=*/false), type);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
@@ -95,12 +95,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
   at::Tensor in = stageConcatenated(inputs, /*copyIn=*/true).buffer;
   std::vector<at::Tensor> targets;
   for (const auto& list : outputLists) targets.insert(targets.end(), list.begin(), list.end());
-  Staged out = stageConcatenated(targets, /*copyIn=*/false);
-  return launchCall(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", targets,
-                    {in, out.buffer}, out.finisher, [&](weftRequest_t* request) {
-                      return weftAllGather(in.data_ptr(), out.buffer.data_ptr(), in.numel(), type,
-                                           comm_, request);
-                    });
+  return allGatherStaged(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", targets, in,
+                         stageConcatenated(targets, /*copyIn=*/false), type);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::gather(

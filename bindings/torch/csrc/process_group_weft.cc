@@ -9,7 +9,6 @@
 #include <climits>
 #include <cstring>
 
-#include "staging.h"
 #include "tensor_mapping.h"
 
 namespace weft_torch {
@@ -100,10 +99,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors,
                                                            const c10d::BroadcastOptions& opts) {
-  checkSingle(tensors, "broadcast", "tensors");
-  checkCpuDense(tensors[0], "broadcast: tensors[0]");
-  checkRank(opts.rootRank, getSize(), "broadcast", "rootRank");
-  TORCH_CHECK(opts.rootTensor == 0, "weft: broadcast: rootTensor must be 0, got ", opts.rootTensor);
+  checkRootedSingle(tensors, opts.rootRank, opts.rootTensor, getSize(), "broadcast");
   weftDataType_t type = weftTypeOf(tensors[0], "broadcast");
   Staged staged = stageInOut(tensors[0]);
   return launchCall(c10d::OpType::BROADCAST, "broadcast", tensors, {staged.buffer}, staged.finisher,
@@ -121,11 +117,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tenso
   if (isBitwise(opts.reduceOp)) return bitwiseAllreduce(tensors[0], opts.reduceOp, "allreduce");
   weftRedOp_t op = weftOpOf(opts.reduceOp, tensors[0], "allreduce");
   weftDataType_t type = weftTypeOf(tensors[0], "allreduce");
-  Staged staged = stageInOut(tensors[0]);
-  return launchCall(c10d::OpType::ALLREDUCE, "allreduce", tensors, {staged.buffer}, staged.finisher,
+  return allReduceStaged(c10d::OpType::ALLREDUCE, "allreduce", tensors, stageInOut(tensors[0]),
+                         type, op);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allReduceStaged(
+    c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
+    const Staged& staged, weftDataType_t dtype, weftRedOp_t op) {
+  return launchCall(type, what, std::move(outputs), {staged.buffer}, staged.finisher,
                     [&](weftRequest_t* request) {
                       void* data = staged.buffer.data_ptr();
-                      return weftAllReduce(data, data, staged.buffer.numel(), type, op, comm_,
+                      return weftAllReduce(data, data, staged.buffer.numel(), dtype, op, comm_,
                                            request);
                     });
 }
@@ -160,21 +162,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(
               "weft: allreduce_coalesced: bitwise ops are supported by allreduce only");
   weftRedOp_t op = weftOpOf(opts.reduceOp, tensors[0], "allreduce_coalesced");
   weftDataType_t type = weftTypeOf(tensors[0], "allreduce_coalesced");
-  Staged staged = stageConcatenated(tensors, /*copyIn=*/true);
-  return launchCall(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors,
-                    {staged.buffer}, staged.finisher, [&](weftRequest_t* request) {
-                      void* data = staged.buffer.data_ptr();
-                      return weftAllReduce(data, data, staged.buffer.numel(), type, op, comm_,
-                                           request);
-                    });
+  return allReduceStaged(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors,
+                         stageConcatenated(tensors, /*copyIn=*/true), type, op);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::ReduceOptions& opts) {
-  checkSingle(tensors, "reduce", "tensors");
-  checkCpuDense(tensors[0], "reduce: tensors[0]");
-  checkRank(opts.rootRank, getSize(), "reduce", "rootRank");
-  TORCH_CHECK(opts.rootTensor == 0, "weft: reduce: rootTensor must be 0, got ", opts.rootTensor);
+  checkRootedSingle(tensors, opts.rootRank, opts.rootTensor, getSize(), "reduce");
   // A bitwise reduce is a bitwise all-reduce whose result only the root keeps.
   if (isBitwise(opts.reduceOp)) {
     if (getRank() == opts.rootRank) return bitwiseAllreduce(tensors[0], opts.reduceOp, "reduce");

@@ -19,6 +19,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif
 
+#include "staging.h"
 #include "weft_work.h"
 
 namespace weft_torch {
@@ -39,7 +40,6 @@ class ProcessGroupWeft : public WeftBase {
   ~ProcessGroupWeft() override;
 
   const std::string getBackendName() const override { return "weft"; }
-  weftComm_t comm() const { return comm_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -103,6 +103,15 @@ class ProcessGroupWeft : public WeftBase {
       std::vector<at::Tensor> keepAlive, Finisher finisher,
       const std::function<weftResult_t(weftRequest_t*)>& call);
   void check(weftResult_t result, const std::string& what) const;
+  // The reductions and all-gathers of several torch calls differ only in how they stage.
+  c10::intrusive_ptr<c10d::Work> allReduceStaged(c10d::OpType type, const std::string& what,
+                                                 std::vector<at::Tensor> outputs,
+                                                 const Staged& staged, weftDataType_t dtype,
+                                                 weftRedOp_t op);
+  c10::intrusive_ptr<c10d::Work> allGatherStaged(c10d::OpType type, const std::string& what,
+                                                 std::vector<at::Tensor> outputs,
+                                                 const at::Tensor& input, const Staged& output,
+                                                 weftDataType_t dtype);
   // An all-reduce with a bitwise op: all-gather, then a local fold (weft reduces arithmetic ops
   // only).
   c10::intrusive_ptr<c10d::Work> bitwiseAllreduce(at::Tensor& tensor, const c10d::ReduceOp& op,

@@ -115,6 +115,14 @@ void checkRank(int64_t rank, int size, const char* op, const char* what) {
               " is out of range for a group of ", size);
 }
 
+void checkRootedSingle(const std::vector<at::Tensor>& tensors, int64_t rootRank, int64_t rootTensor,
+                       int size, const char* op) {
+  checkSingle(tensors, op, "tensors");
+  checkCpuDense(tensors[0], std::string(op) + ": tensors[0]");
+  checkRank(rootRank, size, op, "rootRank");
+  TORCH_CHECK(rootTensor == 0, "weft: ", op, ": rootTensor must be 0, got ", rootTensor);
+}
+
 at::Tensor contiguousInput(const at::Tensor& tensor) {
   return tensor.is_contiguous() ? tensor : tensor.contiguous();
 }

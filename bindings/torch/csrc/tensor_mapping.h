@@ -31,6 +31,10 @@ void checkSingle(const std::vector<at::Tensor>& tensors, const char* op, const c
 void checkSameShape(const std::vector<at::Tensor>& list, const at::Tensor& like,
                     const std::string& what);
 void checkRank(int64_t rank, int size, const char* op, const char* what);
+// The arguments of a rooted call on one tensor (broadcast, reduce): one dense CPU tensor, a
+// root rank in range, root tensor 0.
+void checkRootedSingle(const std::vector<at::Tensor>& tensors, int64_t rootRank, int64_t rootTensor,
+                       int size, const char* op);
 
 // A contiguous tensor holding `tensor`'s values: the tensor itself when it is contiguous.
 at::Tensor contiguousInput(const at::Tensor& tensor);

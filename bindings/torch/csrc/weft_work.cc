@@ -26,12 +26,6 @@ WeftWork::~WeftWork() {
   }
 }
 
-void WeftWork::completeNow() {
-  if (finisher_) finisher_();
-  finish();
-  future_->markCompleted(c10::IValue(outputs_));
-}
-
 void WeftWork::complete(weftComm_t comm) {
   std::string failure;
   for (weftRequest_t& request : requests_) {

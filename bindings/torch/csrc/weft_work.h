@@ -31,8 +31,6 @@ class WeftWork : public c10d::Work {
   ~WeftWork() override;
 
   void addRequest(weftRequest_t request) { requests_.push_back(request); }
-  // Completed at issue time (nothing to wait for, e.g. a group of one rank).
-  void completeNow();
 
   bool wait(std::chrono::milliseconds timeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
