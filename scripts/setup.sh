@@ -8,6 +8,7 @@ packages=(
   catch2                                # tests (Catch2 v2, single header)
   libssl-dev                            # HMAC authentication (libcrypto)
   libhwloc-dev                          # machine topology (cores, NUMA, NICs)
+  libibverbs-dev                        # the rdma transport's headers (libibverbs is dlopen'ed)
   iproute2 procps                       # network namespaces and process checks in tests
 )
 # The torch.distributed backend (bindings/torch) and its tests; WEFT_SETUP_NO_TORCH=1 skips them

@@ -70,8 +70,13 @@ class Transport {
   // After it: establish authenticated connections with each rank in `peers` (all ranks whose
   // pairs this transport serves; they call connect with this rank in their list).
   virtual Status connect(const ConnectContext& context, const std::vector<int>& peers) = 0;
-  // Pins memory for zero-copy transports; a no-op where nothing needs registering.
-  virtual Status registerMemory(void* /*buf*/, size_t /*bytes*/) { return Status::ok(); }
+  // The communicator finished an operation (one call or a group): from now on the user may
+  // free the buffers it was given, so a transport that registered them with hardware (rdma's
+  // zero-copy path) lets those registrations go.
+  virtual void operationDone() {}
+  // Memory the library itself passed in transfers is about to be freed (a staging buffer that
+  // grows), even in the middle of an operation.
+  virtual void memoryFreed(const void* /*buf*/, size_t /*bytes*/) {}
 
   virtual void post(Xfer* xfer) = 0;
   // Advances transfers. A peer that vanished fails the transfers that involve it, and the

@@ -17,6 +17,7 @@ void* OpResources::scratch(size_t bytes) {
     size_t rounded = (bytes + 4095) & ~size_t{4095};
     void* memory = std::aligned_alloc(64, rounded);
     if (memory == nullptr) throw std::bad_alloc();
+    if (scratch_ && scratchFreed_) scratchFreed_(scratch_.get(), scratchBytes_);
     scratch_.reset(static_cast<std::byte*>(memory));
     scratchBytes_ = rounded;
   }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,6 +26,11 @@ class OpResources {
   explicit OpResources(int nranks);
   // Staging memory of at least `bytes`, 64-byte aligned; contents are not preserved.
   void* scratch(size_t bytes);
+  // Called with the old staging memory just before it is freed (the fabric's transports may
+  // hold registrations of it).
+  void onScratchFreed(std::function<void(const void*, size_t)> hook) {
+    scratchFreed_ = std::move(hook);
+  }
   // Starts an operation (one call or a group): recycles its transfers.
   void beginOp();
   // Starts a collective within it: message indices restart under a new tag base.
@@ -44,6 +50,7 @@ class OpResources {
   };
   std::unique_ptr<std::byte, AlignedFree> scratch_;
   size_t scratchBytes_ = 0;
+  std::function<void(const void*, size_t)> scratchFreed_;
   std::deque<Xfer> pool_;
   size_t used_ = 0;
   std::vector<Xfer*> posted_;

@@ -28,6 +28,7 @@ struct weftComm {
   weft::CommConfig config;
   std::vector<weft::PeerInfo> peers;
   int nodes = 1;        // distinct host identities
+  std::string networkTransport = "tcp";  // what carries the peers of other hosts: tcp or rdma
   int localRanks = 1;   // ranks on this rank's host that it reaches through shared memory
   weft::Layout layout;  // what the tuner's choices depend on
 

@@ -121,6 +121,7 @@ Status executeOp(weftComm* comm, const Op& op) {
     }
   }
   Status result = runCalls(comm, op);
+  comm->fabric->operationDone();
   // Any failure during execution leaves connections in an unknown state (half-sent messages),
   // so the communicator is failed for good; argument errors never get this far.
   if (!result.isOk()) markFailed(comm, result);

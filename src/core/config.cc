@@ -15,6 +15,33 @@ bool hasField(const weftConfig_t* config, size_t fieldOffset, size_t fieldSize) 
 #define WEFT_HAS_FIELD(config, field) \
   hasField(config, offsetof(weftConfig_t, field), sizeof(config->field))
 
+// A positive integer variable within [min, max], or an error naming it.
+Status boundedEnv(const char* name, int64_t min, int64_t max, int64_t* out) {
+  *out = env::getInt(name);
+  if (*out < min || *out > max) {
+    return invalidArgument(std::string(name) + " must be in " + std::to_string(min) + ".." +
+                           std::to_string(max) + ", got " + std::to_string(*out));
+  }
+  return Status::ok();
+}
+
+Status resolveRdmaConfig(CommConfig* out) {
+  out->ibHca = env::getString("WEFT_IB_HCA");
+  int64_t value = 0;
+  WEFT_TRY(boundedEnv("WEFT_IB_GID_INDEX", -1, 255, &value));
+  out->ibGidIndex = static_cast<int>(value);
+  WEFT_TRY(boundedEnv("WEFT_RDMA_SLOTS", 2, 1024, &value));
+  out->rdmaSlots = static_cast<uint32_t>(value);
+  WEFT_TRY(boundedEnv("WEFT_RDMA_SLOT_BYTES", 4096, 16 << 20, &value));
+  if (value % 64 != 0) return invalidArgument("WEFT_RDMA_SLOT_BYTES must be a multiple of 64");
+  out->rdmaSlotBytes = static_cast<uint32_t>(value);
+  WEFT_TRY(boundedEnv("WEFT_RDMA_ZCOPY_BYTES", 0, int64_t{1} << 40, &value));
+  out->rdmaZeroCopyMinBytes = static_cast<size_t>(value);
+  WEFT_TRY(boundedEnv("WEFT_RDMA_REG_CACHE_BYTES", 0, int64_t{1} << 48, &value));
+  out->rdmaRegistrationCacheBytes = static_cast<size_t>(value);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
@@ -63,9 +90,18 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
     out->socketsPerPeer = static_cast<int>(sockets);
   }
   if (auto transport = env::get("WEFT_TRANSPORT")) out->transport = *transport;
-  if (!out->transport.empty() && out->transport != "tcp" && out->transport != "shm") {
-    return invalidArgument("transport '" + out->transport + "' is not available (known: tcp, shm)");
+  if (!out->transport.empty() && out->transport != "tcp" && out->transport != "shm" &&
+      out->transport != "rdma") {
+    return invalidArgument("transport '" + out->transport +
+                           "' is not available (known: tcp, shm, rdma)");
   }
+#ifndef WEFT_HAVE_RDMA
+  if (out->transport == "rdma") {
+    return invalidArgument(
+        "transport 'rdma' is not available: this weft was built without the libibverbs headers");
+  }
+#endif
+  WEFT_TRY(resolveRdmaConfig(out));
   if (auto hostId = env::get("WEFT_HOSTID")) out->hostId = *hostId;
   if (env::isSet("WEFT_CHECK")) {
     int64_t check = env::getInt("WEFT_CHECK");
@@ -90,6 +126,10 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
   out->shmCrossMemoryMinBytes = static_cast<size_t>(crossMemory);
   if (auto net = env::get("WEFT_TUNE_NET")) {
     WEFT_TRY(tune::parseLink(*net, &out->costs.net).withContext("WEFT_TUNE_NET"));
+    out->rdmaNetCostSet = true;
+  }
+  if (auto rdma = env::get("WEFT_TUNE_RDMA")) {
+    WEFT_TRY(tune::parseLink(*rdma, &out->costs.rdma).withContext("WEFT_TUNE_RDMA"));
   }
   if (auto shm = env::get("WEFT_TUNE_SHM")) {
     WEFT_TRY(tune::parseLink(*shm, &out->costs.shm).withContext("WEFT_TUNE_SHM"));

@@ -22,6 +22,14 @@ struct CommConfig {
   size_t sliceBytes = 512 * 1024;
   size_t shmWindowBytes = 8 << 20;
   size_t shmCrossMemoryMinBytes = 64 << 10;
+  // The rdma transport (transports/rdma/rdma_transport.h).
+  std::string ibHca;  // WEFT_IB_HCA
+  int ibGidIndex = -1;
+  uint32_t rdmaSlots = 16;
+  uint32_t rdmaSlotBytes = 64 << 10;
+  size_t rdmaZeroCopyMinBytes = 64 << 10;
+  size_t rdmaRegistrationCacheBytes = size_t{1} << 30;
+  bool rdmaNetCostSet = false;  // WEFT_TUNE_NET given: it describes the network whatever serves it
   AlgoOverrides algos;
   tune::CostParams costs;  // the tuner's link costs
   int calibrate = 0;       // 1: measure links at init unless cached; 2: always measure

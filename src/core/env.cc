@@ -40,6 +40,9 @@ constexpr Variable kVariables[] = {
      "The cost model's network link between nodes: bandwidth and per-message latency, e.g. "
      "'1Gbit,50us' or '3GB/s,10us' (either part may be left out). Set it to what the network "
      "really delivers; weft_tune shows what changes."},
+    {"WEFT_TUNE_RDMA", "100Gbit,3us",
+     "The cost model's network link when rdma carries it (unless WEFT_TUNE_NET is set, which "
+     "then describes the network whatever serves it)."},
     {"WEFT_TUNE_SHM", "4GB/s,2us",
      "The cost model's shared-memory link between ranks of a node: bandwidth per rank and "
      "per-message latency."},
@@ -47,14 +50,38 @@ constexpr Variable kVariables[] = {
      "Describe the machine to weft instead of reading it with hwloc: an hwloc XML file, or a "
      "synthetic description like 'pack:2 numa:2 core:4 pu:2' (for tests and studies)."},
     {"WEFT_TRANSPORT", "",
-     "Force one transport for every peer: tcp, or shm (every rank on one host). Default: shm "
-     "between ranks with the same host identity, tcp otherwise."},
+     "Force one transport for every peer: tcp, shm (every rank on one host) or rdma (every rank "
+     "needs a usable RDMA port). Default: shm between ranks with the same host identity; between "
+     "hosts rdma when every rank has a usable RDMA port, else tcp."},
     // Shared memory.
     {"WEFT_SHM_CMA_MIN_BYTES", "65536",
      "Messages of at least this many bytes between ranks of a host are read in place with "
      "process_vm_readv (one copy) where the kernel allows it; 0 turns that off."},
     {"WEFT_SHM_WINDOW_BYTES", "8388608",
      "Shared window per rank for the direct intra-host algorithms, in bytes."},
+    // RDMA.
+    {"WEFT_IBVERBS_LIB", "libibverbs.so.1",
+     "The libibverbs library the rdma transport loads at run time (a file name or path); tests "
+     "point it at the project's fake."},
+    {"WEFT_IB_GID_INDEX", "-1",
+     "GID table index of the RDMA port; -1 chooses: on RoCE an IPv4-mapped RoCE v2 GID first, "
+     "then any RoCE v2 GID, then any non-empty one."},
+    {"WEFT_IB_HCA", "",
+     "RDMA devices to use, NCCL_IB_HCA's syntax: 'mlx5_0:1,mlx5_1' (prefixes; ':port' picks the "
+     "port), '^mlx5_1' excludes, '=mlx5_0' exact names. Default: the first device with an ACTIVE "
+     "port and a usable GID."},
+    {"WEFT_RDMA_REG_CACHE_BYTES", "1073741824",
+     "Idle registrations of user buffers the rdma transport keeps within an operation before it "
+     "evicts the least recently used, in bytes."},
+    {"WEFT_RDMA_SLOTS", "16",
+     "Staging slots per peer and direction of the rdma transport (2..1024): how many eager "
+     "chunks may be in flight to a peer."},
+    {"WEFT_RDMA_SLOT_BYTES", "65536",
+     "Size of one rdma staging slot, header included (4096..16777216, a multiple of 64): the "
+     "eager chunk size."},
+    {"WEFT_RDMA_ZCOPY_BYTES", "65536",
+     "Messages of at least this many bytes go zero-copy over rdma (written straight into the "
+     "receiver's registered buffer); smaller ones are staged. 0 stages everything."},
     // TCP.
     {"WEFT_NSOCKS", "1",
      "TCP sockets per peer (1..16); messages of 256 KiB and more are striped over them. More than "

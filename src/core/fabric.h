@@ -86,6 +86,14 @@ class Fabric {
     opAlgorithm_ = algorithm;
   }
 
+  // See Transport::operationDone().
+  void operationDone() {
+    for (auto& transport : transports_) transport->operationDone();
+  }
+  void memoryFreed(const void* buf, size_t bytes) {
+    for (auto& transport : transports_) transport->memoryFreed(buf, bytes);
+  }
+
   // Thread-safe: wakes the waiting thread, whose wait then returns weftAborted.
   void abort();
   bool failed() const { return !failure_.isOk(); }

@@ -37,6 +37,7 @@ enum class Purpose : uint16_t {
   kBootstrap = 2,   // rank -> rank, the bootstrap ring
   kTcpData = 3,     // rank -> rank, TCP transport data connections
   kShm = 4,         // rank -> rank of one host, the shm transport's Unix-socket set-up
+  kRdmaSide = 5,    // rank -> rank, the rdma transport's side connections
 };
 
 // Blocking-style wrappers over non-blocking sockets, bounded by the deadline.

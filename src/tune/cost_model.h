@@ -31,6 +31,7 @@ struct LinkCost {
 struct CostParams {
   LinkCost shm{2.0, 1.0 / 4000.0};           // 4 GB/s per rank, 2 us per message
   LinkCost net{25.0, 1.0 / 1250.0};          // 10 Gbit/s, 25 us (TCP through the kernel)
+  LinkCost rdma{3.0, 1.0 / 12500.0};         // 100 Gbit/s, 3 us: the net link when rdma serves it
   double gammaMicrosPerByte = 1.0 / 8000.0;  // 8 GB/s of reduction
 };
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "net/socket.h"
+#include "transports/failure_tracker.h"
+#include "transports/intrusive_queue.h"
 #include "transports/shared_windows.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_segment.h"
@@ -26,17 +28,7 @@ struct XferState {
 };
 static_assert(sizeof(XferState) <= kXferScratchBytes);
 
-class XferQueue {
- public:
-  bool empty() const { return head_ == nullptr; }
-  XferState* front() const { return head_; }
-  void push(XferState* state);
-  XferState* pop();
-
- private:
-  XferState* head_ = nullptr;
-  XferState* tail_ = nullptr;
-};
+using XferQueue = IntrusiveQueue<XferState>;
 
 struct LocalPeer {
   int rank = -1;   // communicator rank
@@ -118,8 +110,7 @@ class ShmTransport final : public Transport, public SharedWindows {
   std::vector<std::string> peerNames_;
   uint64_t probeValue_ = 0;  // read by peers to test process_vm_readv
   Status pendingFailure_;
-  int noticedCulprit_ = -1;  // see Transport::findCulprit()
-  int brokenPeer_ = -1;
+  FailureTracker failures_;
 };
 
 }  // namespace weft::shm

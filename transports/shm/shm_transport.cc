@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "transports/shm/shm_internal.h"
+#include "transports/side_link.h"
 
 namespace weft::shm {
 namespace {
@@ -22,23 +23,6 @@ namespace {
 constexpr size_t kCrossMemoryPiece = 4 << 20;
 
 }  // namespace
-
-void XferQueue::push(XferState* state) {
-  state->next = nullptr;
-  if (tail_) {
-    tail_->next = state;
-  } else {
-    head_ = state;
-  }
-  tail_ = state;
-}
-
-XferState* XferQueue::pop() {
-  XferState* state = head_;
-  head_ = state->next;
-  if (head_ == nullptr) tail_ = nullptr;
-  return state;
-}
 
 ShmTransport::ShmTransport(const ShmOptions& options) : options_(options) {}
 
@@ -197,14 +181,7 @@ Status ShmTransport::pullRecvs(LocalPeer& peer, bool* consumed) {
 }
 
 Status ShmTransport::failPeer(LocalPeer& peer, const Status& why, bool notice, int culprit) {
-  const bool named = notice && culprit >= 0 && culprit != peer.rank &&
-                     culprit < static_cast<int>(peerNames_.size());
-  std::string message =
-      "shm with " + peerNames_[peer.rank] + ": " +
-      (named ? "it stopped after a failure caused by " + peerNames_[culprit] : why.message());
-  Status failure(why.code() == weftSuccess ? weftRemoteError : why.code(), message);
-  if (notice && noticedCulprit_ < 0) noticedCulprit_ = named ? culprit : peer.rank;
-  if (!notice && brokenPeer_ < 0) brokenPeer_ = peer.rank;
+  Status failure = failures_.peerFailed("shm with ", peerNames_, peer.rank, why, notice, culprit);
   if (!peer.dead) {
     peer.dead = true;
     WEFT_WARN("%s", failure.message().c_str());
@@ -218,9 +195,8 @@ Status ShmTransport::failPeer(LocalPeer& peer, const Status& why, bool notice, i
   return failure;
 }
 
-// Reads the sockets' news: a goodbye byte (the peer destroyed its communicator on purpose), a
-// failure notice ('F' and the culprit's rank: the peer's communicator failed), or a hang-up
-// without either (the peer died). The eventfd only wakes us; its count is drained.
+// Reads the sockets' news (transports/side_link.h). The eventfd only wakes us; its count is
+// drained.
 Status ShmTransport::collectEvents() {
   Status failure;
   epoll_event events[16];
@@ -233,28 +209,28 @@ Status ShmTransport::collectEvents() {
     }
     LocalPeer& peer = locals_[events[i].data.u64];
     if (peer.dead || peer.departed) continue;
-    char news[8] = {};
-    ssize_t got = recv(peer.link.fd(), news, sizeof(news), MSG_DONTWAIT);
-    if (got >= 1 && news[0] == 'F') {
-      int32_t named = -1;
-      if (got >= 5) std::memcpy(&named, news + 1, sizeof(named));
-      Status noticed = failPeer(
-          peer, remoteError("it stopped after a failure of its own (a timeout or an abort)"), true,
-          named);
-      epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
-      if (failure.isOk()) failure = noticed;
-    } else if (got >= 1 && news[0] == 'G') {
-      // Messages it sent before leaving are still in this rank's ring; progress() fails only
-      // what can no longer complete.
-      peer.departed = true;
-      epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
-    } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      Status died =
-          failPeer(peer, remoteError("the peer process died or aborted (its socket closed "
-                                     "without a goodbye)"));
-      epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
-      if (failure.isOk()) failure = died;
+    const SideNews news = readSideNews(peer.link.fd());
+    Status failed;
+    switch (news.kind) {
+      case SideNews::Kind::kNothing:
+        continue;
+      case SideNews::Kind::kGoodbye:
+        // Messages it sent before leaving are still in this rank's ring; progress() fails only
+        // what can no longer complete.
+        peer.departed = true;
+        break;
+      case SideNews::Kind::kFailureNotice:
+        failed = failPeer(
+            peer, remoteError("it stopped after a failure of its own (a timeout or an abort)"),
+            true, news.culprit);
+        break;
+      case SideNews::Kind::kClosed:
+        failed = failPeer(peer, remoteError("the peer process died or aborted (its socket closed "
+                                            "without a goodbye)"));
+        break;
     }
+    epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
+    if (failure.isOk()) failure = failed;
   }
   return failure;
 }
@@ -338,28 +314,20 @@ void ShmTransport::publish(int which, uint64_t value) {
 
 int ShmTransport::findCulprit() {
   [[maybe_unused]] Status ignored = collectEvents();  // reads notices and hang-ups
-  return noticedCulprit_ >= 0 ? noticedCulprit_ : brokenPeer_;
+  return failures_.culprit();
 }
 
 void ShmTransport::announceFailure(int culprit) {
-  char notice[5] = {'F'};
-  int32_t named = culprit;
-  std::memcpy(notice + 1, &named, sizeof(named));
   for (LocalPeer& peer : locals_) {
     if (peer.index == myIndex_ || peer.dead || peer.departed || !peer.link.isOpen()) continue;
-    [[maybe_unused]] ssize_t ignored =
-        send(peer.link.fd(), notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);
+    sendFailureNotice(peer.link.fd(), culprit);
   }
 }
 
 void ShmTransport::close(bool graceful) {
   for (LocalPeer& peer : locals_) {
     if (peer.index == myIndex_) continue;
-    if (graceful && !peer.dead && peer.link.isOpen()) {
-      char goodbye = 'G';
-      [[maybe_unused]] ssize_t ignored =
-          send(peer.link.fd(), &goodbye, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    }
+    if (graceful && !peer.dead && peer.link.isOpen()) sendGoodbye(peer.link.fd());
     peer.link.close();
     if (peer.wakeFd >= 0) ::close(peer.wakeFd);
     peer.wakeFd = -1;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "net/socket.h"
+#include "transports/failure_tracker.h"
 #include "transports/tcp/tcp_lane.h"
 #include "transports/tcp/tcp_transport.h"
 
@@ -54,8 +55,7 @@ class TcpTransport final : public Transport {
   std::vector<std::string> peerNames_;
   std::vector<Lane*> active_;  // lanes with queued parts or an unexplained hang-up
   Status pendingFailure_;      // found in post(), reported by the next progress()
-  int noticedCulprit_ = -1;    // see Transport::findCulprit()
-  int brokenPeer_ = -1;
+  FailureTracker failures_;
   bool announced_ = false;  // this rank sent failure notices
 };
 

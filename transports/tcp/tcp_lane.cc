@@ -84,24 +84,6 @@ Status advance(PartQueue& queue, size_t moved, bool receiving) {
 
 }  // namespace
 
-void PartQueue::push(Part* part) {
-  part->next = nullptr;
-  if (tail_) {
-    tail_->next = part;
-  } else {
-    head_ = part;
-  }
-  tail_ = part;
-}
-
-Part* PartQueue::pop() {
-  Part* part = head_;
-  head_ = part->next;
-  if (head_ == nullptr) tail_ = nullptr;
-  part->next = nullptr;
-  return part;
-}
-
 Lane::~Lane() {
   close(false);
 }

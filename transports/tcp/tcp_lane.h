@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "transports/intrusive_queue.h"
 #include "transports/tcp/tcp_wire.h"
 #include "transports/transport.h"
 
@@ -28,17 +29,7 @@ struct XferState {
 };
 static_assert(sizeof(XferState) <= kXferScratchBytes, "Xfer::scratch too small for tcp");
 
-class PartQueue {
- public:
-  bool empty() const { return head_ == nullptr; }
-  Part* front() const { return head_; }
-  void push(Part* part);
-  Part* pop();
-
- private:
-  Part* head_ = nullptr;
-  Part* tail_ = nullptr;
-};
+using PartQueue = IntrusiveQueue<Part>;
 
 class Lane {
  public:

@@ -33,14 +33,8 @@ void TcpTransport::activate(Lane* lane) {
 }
 
 Status TcpTransport::failPeer(int peer, const Status& why, bool notice, int culprit) {
-  const bool named =
-      notice && culprit >= 0 && culprit != peer && culprit < static_cast<int>(peerNames_.size());
-  std::string message =
-      "tcp connection with " + peerNames_[peer] + ": " +
-      (named ? "it stopped after a failure caused by " + peerNames_[culprit] : why.message());
-  Status failure(why.code() == weftSuccess ? weftRemoteError : why.code(), message);
-  if (notice && noticedCulprit_ < 0) noticedCulprit_ = named ? culprit : peer;
-  if (!notice && brokenPeer_ < 0) brokenPeer_ = peer;
+  Status failure =
+      failures_.peerFailed("tcp connection with ", peerNames_, peer, why, notice, culprit);
   PeerLinks& links = peers_[peer];
   if (!links.dead) {
     links.dead = true;
@@ -167,7 +161,7 @@ int TcpTransport::findCulprit() {
       }
     }
   }
-  return noticedCulprit_ >= 0 ? noticedCulprit_ : brokenPeer_;
+  return failures_.culprit();
 }
 
 void TcpTransport::announceFailure(int culprit) {
