@@ -207,7 +207,38 @@ void RdmaTransport::announceFailure(int culprit) {
   }
 }
 
+// A staged send completes as soon as its data is in staging memory, but its write may still sit
+// in the send queue, and destroying a queue pair drops what it holds. So a rank that leaves on
+// purpose first sees every write it posted complete (a signalled empty write behind the
+// unsignalled ones retires them all), and only then says goodbye.
+void RdmaTransport::flushWrites() {
+  constexpr int kFlushMs = 5000;
+  for (auto& peer : peers_) {
+    if (!peer || peer->dead || peer->window.outstanding() == 0) continue;
+    Deadline deadline = Deadline::after(kFlushMs);
+    while (!peer->dead && !peer->window.room() && !deadline.expired()) {
+      [[maybe_unused]] Status ignored = pollCompletions(256);
+    }
+    if (peer->dead || deadline.expired()) continue;
+    Status posted = postWrite(*peer, nullptr, 0, 0, peer->remote.regionAddress,
+                              peer->remote.regionKey, nullptr, true, nullptr);
+    if (!posted.isOk()) [[maybe_unused]]
+      Status ignored = failPeer(*peer, posted);
+  }
+  Deadline deadline = Deadline::after(kFlushMs);
+  auto pending = [this] {
+    for (auto& peer : peers_) {
+      if (peer && !peer->dead && peer->window.outstanding() > 0) return true;
+    }
+    return false;
+  };
+  while (pending() && !deadline.expired()) {
+    [[maybe_unused]] Status ignored = pollCompletions(256);
+  }
+}
+
 void RdmaTransport::close(bool graceful) {
+  if (graceful) flushWrites();
   for (auto& peer : peers_) {
     if (!peer) continue;
     if (graceful && !peer->dead && peer->side.isOpen()) sendGoodbye(peer->side.fd());

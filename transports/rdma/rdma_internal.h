@@ -128,6 +128,7 @@ class RdmaTransport final : public Transport {
   // notice: the peer's failure notice named `culprit` (-1: none) as the origin.
   Status failPeer(Peer& peer, const Status& why, bool notice = false, int culprit = -1);
   void releaseTransfer(XferState& state);
+  void flushWrites();
 
   RdmaOptions options_;
   std::unique_ptr<RdmaDevice> device_;
