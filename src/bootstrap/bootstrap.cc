@@ -8,14 +8,15 @@
 
 #include "bootstrap/rendezvous_wire.h"
 #include "core/log.h"
+#include "net/acceptor.h"
 #include "net/socket.h"
 #include "net/wire.h"
 
 namespace weft::bootstrap {
 namespace {
 
-// How long one inbound ring connection may take to authenticate before the acceptor moves on,
-// so that a silent stray cannot hold the ring up until the overall deadline.
+// How long one inbound ring connection may take to authenticate before it is dropped (others
+// are served meanwhile).
 constexpr int kStrayTimeoutMs = 5000;
 
 std::string rankName(int rank) {
@@ -163,30 +164,28 @@ Status RingBootstrap::connectNext(Deadline deadline) {
 }
 
 Status RingBootstrap::acceptPrev(const net::Socket& listener, Deadline deadline) {
-  const std::string context = "bootstrap ring: waiting for " + rankName(prevRank());
-  while (true) {
-    net::Socket socket;
-    net::SocketAddress peer;
-    WEFT_TRY(net::acceptOne(listener, deadline, &socket, &peer).withContext(context));
-    Deadline attempt = Deadline::earliest(deadline, Deadline::after(kStrayTimeoutMs));
-    Status status =
-        net::authenticateServer(socket.fd(), secret_, net::Purpose::kBootstrap, commId_, attempt);
-    uint8_t rankBytes[4];
-    if (status.isOk()) status = net::recvAll(socket.fd(), rankBytes, sizeof(rankBytes), attempt);
-    if (status.isOk() && net::wire::getU32(rankBytes) != static_cast<uint32_t>(prevRank())) {
-      status = invalidUsage("it claims rank " + std::to_string(net::wire::getU32(rankBytes)));
+  net::AcceptSpec spec;
+  spec.secret = secret_;
+  spec.purpose = net::Purpose::kBootstrap;
+  spec.commId = commId_;
+  spec.helloBytes = 4;
+  spec.expected = 1;
+  spec.deadline = deadline;
+  spec.perConnectionMs = kStrayTimeoutMs;
+  spec.logName = "bootstrap ring";
+  auto judge = [&](net::Arrival& arrival) {
+    uint32_t claimed = net::wire::getU32(arrival.hello.data());
+    if (claimed != static_cast<uint32_t>(prevRank())) {
+      return invalidUsage("it claims rank " + std::to_string(claimed) + " (expected " +
+                          rankName(prevRank()) + ")");
     }
-    if (status.isOk()) {
-      prev_ = std::move(socket);
-      return Status::ok();
-    }
-    if (deadline.expired()) {
-      return timeoutError(context + ": deadline passed; the last connection, from " +
-                          peer.toString() + ", failed: " + status.message());
-    }
-    WEFT_WARN("bootstrap rank %d: dropping ring connection from %s: %s", rank_,
-              peer.toString().c_str(), status.message().c_str());
-  }
+    prev_ = std::move(arrival.socket);
+    return Status::ok();
+  };
+  return net::acceptAuthenticated(listener, spec, judge, [&] {
+    return "bootstrap ring (rank " + std::to_string(rank_) + "): waiting for " +
+           rankName(prevRank());
+  });
 }
 
 Status RingBootstrap::formRing(const net::Socket& listener, Deadline deadline) {

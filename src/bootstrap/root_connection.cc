@@ -2,7 +2,6 @@
 
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -10,16 +9,15 @@ namespace weft::bootstrap {
 
 RootConnection::RootConnection(net::Socket socket, net::SocketAddress peer,
                                const net::Secret& secret, Deadline deadline)
-    : socket_(std::move(socket)), peer_(peer), secret_(secret), deadline_(deadline) {}
+    : socket_(std::move(socket)),
+      peer_(peer),
+      deadline_(deadline),
+      handshake_(secret, net::Purpose::kRendezvous, 0) {}
 
-const char* RootConnection::stateName() const {
+std::string RootConnection::stateName() const {
   switch (state_) {
-    case State::kHello:
-      return "the hello";
-    case State::kChallenge:
-      return "the challenge";
-    case State::kProof:
-      return "the proof";
+    case State::kHandshake:
+      return handshake_.progress();
     case State::kJoinHeader:
       return "the join header";
     case State::kJoinBody:
@@ -36,7 +34,8 @@ const char* RootConnection::stateName() const {
 
 uint32_t RootConnection::wantedEvents() const {
   switch (state_) {
-    case State::kChallenge:
+    case State::kHandshake:
+      return handshake_.wantsWrite() ? EPOLLOUT : EPOLLIN;
     case State::kReplying:
       return EPOLLOUT;
     case State::kDone:
@@ -46,79 +45,23 @@ uint32_t RootConnection::wantedEvents() const {
   }
 }
 
-Status RootConnection::readMessage(bool* complete) {
-  *complete = false;
-  size_t need = 0;
-  uint8_t* target = inbox_.data();
-  switch (state_) {
-    case State::kHello:
-      need = net::handshake::kHelloBytes;
-      break;
-    case State::kProof:
-      need = net::handshake::kProofBytes;
-      break;
-    case State::kJoinHeader:
-      need = rendezvous::kJoinHeaderBytes;
-      break;
-    case State::kJoinBody:
-      need = description_.size();
-      target = reinterpret_cast<uint8_t*>(description_.data());
-      break;
-    default:
-      return internalError("RootConnection::readMessage in a non-reading state");
+Status RootConnection::readJoin(bool* complete) {
+  if (state_ == State::kJoinHeader) {
+    return net::recvToward(socket_.fd(), header_.data(), header_.size(), &have_, "the join header",
+                           complete);
   }
-  while (have_ < need) {
-    ssize_t n = recv(socket_.fd(), target + have_, need - have_, 0);
-    if (n > 0) {
-      have_ += static_cast<size_t>(n);
-      continue;
-    }
-    if (n == 0 && state_ == State::kProof && have_ == 0) {
-      // The client checks our MAC first and hangs up when it does not verify.
-      return remoteError("hung up instead of proving it knows the secret (wrong secret?)");
-    }
-    if (n == 0) {
-      return remoteError(std::string("closed the connection during ") + stateName() + " (" +
-                         std::to_string(have_) + " of " + std::to_string(need) + " bytes)");
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::ok();
-    if (errno != EINTR) return systemError(std::string("receiving ") + stateName(), errno);
-  }
-  have_ = 0;
-  *complete = true;
-  return Status::ok();
+  return net::recvToward(socket_.fd(), description_.data(), description_.size(), &have_,
+                         "the join description", complete);
 }
 
-Status RootConnection::messageComplete() {
-  switch (state_) {
-    case State::kHello: {
-      std::copy_n(inbox_.begin(), hello_.size(), hello_.begin());
-      net::handshake::Hello hello;
-      WEFT_TRY(net::handshake::decodeHello(hello_.data(), hello_.size(), &hello));
-      WEFT_TRY(net::handshake::checkHelloExpectations(hello, net::Purpose::kRendezvous, 0));
-      WEFT_TRY(net::randomBytes(serverNonce_.data(), serverNonce_.size()));
-      WEFT_TRY(
-          net::handshake::makeChallenge(secret_, hello_.data(), serverNonce_, challenge_.data()));
-      outData_ = challenge_.data();
-      outLeft_ = challenge_.size();
-      state_ = State::kChallenge;
-      return Status::ok();
-    }
-    case State::kProof:
-      WEFT_TRY(net::handshake::checkProof(secret_, hello_.data(), serverNonce_, inbox_.data(),
-                                          net::handshake::kProofBytes));
-      state_ = State::kJoinHeader;
-      return Status::ok();
-    case State::kJoinHeader:
-      WEFT_TRY(rendezvous::decodeJoinHeader(inbox_.data(), &join_));
-      description_.resize(join_.descriptionBytes);
-      state_ = join_.descriptionBytes > 0 ? State::kJoinBody : State::kJoined;
-      break;
-    case State::kJoinBody:
-      state_ = State::kJoined;
-      break;
-    default:
-      return internalError("RootConnection::messageComplete in a non-reading state");
+Status RootConnection::joinPartReceived() {
+  have_ = 0;
+  if (state_ == State::kJoinHeader) {
+    WEFT_TRY(rendezvous::decodeJoinHeader(header_.data(), &join_));
+    description_.resize(join_.descriptionBytes);
+    state_ = join_.descriptionBytes > 0 ? State::kJoinBody : State::kJoined;
+  } else {
+    state_ = State::kJoined;
   }
   // A joined rank waits for the round, which the server's own deadline bounds.
   if (state_ == State::kJoined) deadline_ = Deadline::never();
@@ -128,15 +71,17 @@ Status RootConnection::messageComplete() {
 Status RootConnection::onReadable() {
   while (true) {
     switch (state_) {
-      case State::kHello:
-      case State::kProof:
+      case State::kHandshake:
+        WEFT_TRY(handshake_.advance(socket_.fd()));
+        if (!handshake_.done()) return Status::ok();  // waiting for the socket
+        state_ = State::kJoinHeader;
+        break;
       case State::kJoinHeader:
       case State::kJoinBody: {
         bool complete = false;
-        WEFT_TRY(readMessage(&complete));
+        WEFT_TRY(readJoin(&complete));
         if (!complete) return Status::ok();
-        WEFT_TRY(messageComplete());
-        if (state_ == State::kChallenge) WEFT_TRY(flush());
+        WEFT_TRY(joinPartReceived());
         if (state_ == State::kJoined) return Status::ok();
         break;
       }
@@ -147,44 +92,34 @@ Status RootConnection::onReadable() {
         if (n == 0) return remoteError("disconnected while waiting for the other ranks");
         if (n > 0) return remoteError("sent unexpected bytes after its join");
         if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::ok();
+        if (errno == ECONNRESET)
+          return remoteError("disconnected while waiting for the other ranks");
         if (errno != EINTR) return systemError("receiving after the join", errno);
         break;
       }
       default:
         return Status::ok();
     }
-    if (state_ == State::kChallenge) return Status::ok();  // still flushing; wait for EPOLLOUT
   }
 }
 
 Status RootConnection::onWritable() {
+  if (state_ == State::kHandshake) return onReadable();  // the challenge is the handshake's
   return flush();
 }
 
 Status RootConnection::flush() {
-  while (outLeft_ > 0) {
-    ssize_t n = send(socket_.fd(), outData_, outLeft_, MSG_NOSIGNAL);
-    if (n > 0) {
-      outData_ += n;
-      outLeft_ -= static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::ok();
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-      return remoteError(std::string("closed the connection during ") + stateName());
-    }
-    return systemError(std::string("sending ") + stateName(), errno);
-  }
-  if (state_ == State::kChallenge) state_ = State::kProof;
-  if (state_ == State::kReplying) state_ = State::kDone;
+  if (state_ != State::kReplying) return Status::ok();
+  bool complete = false;
+  WEFT_TRY(net::sendToward(socket_.fd(), reply_->data(), reply_->size(), &replySent_, "the reply",
+                           &complete));
+  if (complete) state_ = State::kDone;
   return Status::ok();
 }
 
 void RootConnection::startReply(rendezvous::Buffer reply, Deadline deadline) {
   reply_ = std::move(reply);
-  outData_ = reply_->data();
-  outLeft_ = reply_->size();
+  replySent_ = 0;
   deadline_ = deadline;
   state_ = State::kReplying;
 }

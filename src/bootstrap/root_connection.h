@@ -1,5 +1,6 @@
 // One connection at the rendezvous root, as a non-blocking state machine: the server side of the
-// kRendezvous handshake, then the join message, then (once the round decides) a reply. The root
+// kRendezvous handshake (net::ServerHandshake), then the join message, then (once the round
+// decides) a reply. The root
 // server drives it from its epoll loop; every read is bounded by a fixed size or a checked cap.
 #pragma once
 
@@ -14,22 +15,14 @@
 #include "core/status.h"
 #include "net/address.h"
 #include "net/auth.h"
+#include "net/server_handshake.h"
 #include "net/socket.h"
 
 namespace weft::bootstrap {
 
 class RootConnection {
  public:
-  enum class State {
-    kHello,
-    kChallenge,
-    kProof,
-    kJoinHeader,
-    kJoinBody,
-    kJoined,
-    kReplying,
-    kDone
-  };
+  enum class State { kHandshake, kJoinHeader, kJoinBody, kJoined, kReplying, kDone };
 
   RootConnection(net::Socket socket, net::SocketAddress peer, const net::Secret& secret,
                  Deadline deadline);
@@ -44,7 +37,7 @@ class RootConnection {
   // The epoll events this state waits for.
   uint32_t wantedEvents() const;
   State state() const { return state_; }
-  const char* stateName() const;
+  std::string stateName() const;
   int fd() const { return socket_.fd(); }
   const net::SocketAddress& peer() const { return peer_; }
   Deadline deadline() const { return deadline_; }
@@ -52,30 +45,26 @@ class RootConnection {
   std::string takeDescription() { return std::move(description_); }
 
  private:
-  // Reads toward the current state's message; returns true once it is complete.
-  Status readMessage(bool* complete);
-  Status messageComplete();
+  // Reads toward the join's header or description; *complete once it is all there.
+  Status readJoin(bool* complete);
+  Status joinPartReceived();
   Status flush();
 
   net::Socket socket_;
   net::SocketAddress peer_;
-  const net::Secret& secret_;
   Deadline deadline_;
-  State state_ = State::kHello;
+  State state_ = State::kHandshake;
+  net::ServerHandshake handshake_;
 
-  // Fixed-size inbound messages land in `inbox_`; only the description uses `description_`,
-  // sized from a length that decodeJoinHeader has capped.
-  std::array<uint8_t, 64> inbox_{};
+  // The header lands in `header_`; the description in `description_`, sized from a length that
+  // decodeJoinHeader has capped.
+  std::array<uint8_t, rendezvous::kJoinHeaderBytes> header_{};
   size_t have_ = 0;
-  std::array<uint8_t, net::handshake::kHelloBytes> hello_{};
-  std::array<uint8_t, 16> serverNonce_{};
   rendezvous::JoinHeader join_;
   std::string description_;
 
-  std::array<uint8_t, net::handshake::kChallengeBytes> challenge_{};
   rendezvous::Buffer reply_;
-  const uint8_t* outData_ = nullptr;
-  size_t outLeft_ = 0;
+  size_t replySent_ = 0;
 };
 
 }  // namespace weft::bootstrap

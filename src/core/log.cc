@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "core/env.h"
 
@@ -18,6 +19,7 @@ std::atomic<int> gLevel{kUnset};
 std::once_flag gSinkOnce;
 FILE* gSink = stderr;
 std::mutex gWriteMutex;
+Observer gObserver;  // guarded by gWriteMutex
 
 Level parseLevel(const std::string& text) {
   if (text == "NONE") return Level::kNone;
@@ -79,6 +81,11 @@ void setLevel(Level newLevel) {
   gLevel.store(static_cast<int>(newLevel));
 }
 
+void setObserver(Observer observer) {
+  std::lock_guard<std::mutex> lock(gWriteMutex);
+  gObserver = std::move(observer);
+}
+
 void write(Level lvl, const char* file, int line, const char* format, ...) {
   std::call_once(gSinkOnce, openSink);
   // Never destroyed: server threads may still log while static destructors run at exit.
@@ -97,6 +104,7 @@ void write(Level lvl, const char* file, int line, const char* format, ...) {
     std::fprintf(gSink, "%s:%d weft %s %s\n", host.c_str(), getpid(), levelName(lvl), message);
   }
   std::fflush(gSink);
+  if (gObserver) gObserver(lvl, message);
 }
 
 }  // namespace weft::log

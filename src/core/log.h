@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <string>
 
 namespace weft::log {
 
@@ -14,6 +16,11 @@ Level level();
 void setLevel(Level level);
 void write(Level level, const char* file, int line, const char* format, ...)
     __attribute__((format(printf, 4, 5)));
+
+// Tests: every line written is also handed to the observer (the message without the prefix),
+// under the log's lock, so it must not log itself. An empty function removes it.
+using Observer = std::function<void(Level level, const std::string& message)>;
+void setObserver(Observer observer);
 
 }  // namespace weft::log
 

@@ -10,10 +10,13 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <poll.h>
+
 #include <climits>
 #include <cstdio>
 #include <cstring>
 
+#include "net/server_handshake.h"
 #include "net/socket.h"
 #include "net/wire.h"
 
@@ -196,27 +199,14 @@ Status authenticateClient(int fd, const Secret& secret, Purpose purpose, uint64_
 
 Status authenticateServer(int fd, const Secret& secret, Purpose purpose, uint64_t commId,
                           Deadline deadline) {
-  uint8_t helloBytes[handshake::kHelloBytes];
-  WEFT_TRY(recvAll(fd, helloBytes, sizeof(helloBytes), deadline).withContext("authentication"));
-  handshake::Hello hello;
-  WEFT_TRY(handshake::decodeHello(helloBytes, sizeof(helloBytes), &hello));
-  WEFT_TRY(handshake::checkHelloExpectations(hello, purpose, commId));
-
-  std::array<uint8_t, 16> serverNonce{};
-  WEFT_TRY(randomBytes(serverNonce.data(), serverNonce.size()));
-  uint8_t challenge[handshake::kChallengeBytes];
-  WEFT_TRY(handshake::makeChallenge(secret, helloBytes, serverNonce, challenge));
-  WEFT_TRY(sendAll(fd, challenge, sizeof(challenge), deadline).withContext("authentication"));
-
-  uint8_t proof[handshake::kProofBytes];
-  Status received = recvAll(fd, proof, sizeof(proof), deadline);
-  if (received.code() == weftRemoteError) {
-    // A client hangs up here when our MAC did not verify, i.e. it holds a different secret.
-    return received.withContext(
-        "authentication: the peer hung up instead of proving it knows the secret (wrong secret?)");
+  ServerHandshake handshake(secret, purpose, commId);
+  while (true) {
+    WEFT_TRY(handshake.advance(fd));
+    if (handshake.done()) return Status::ok();
+    if (!waitFor(fd, handshake.wantsWrite() ? POLLOUT : POLLIN, deadline)) {
+      return timeoutError("authentication: still in " + handshake.progress() + " at the deadline");
+    }
   }
-  WEFT_TRY(received.withContext("authentication"));
-  return handshake::checkProof(secret, helloBytes, serverNonce, proof, sizeof(proof));
 }
 
 }  // namespace weft::net

@@ -31,18 +31,6 @@ SocketAddress localAddress(int fd) {
   return SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&storage), length);
 }
 
-// Waits for `events` on fd until the deadline. Returns false on expiry; errors other than EINTR
-// are left for the following system call to report.
-bool waitFor(int fd, short events, const Deadline& deadline) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    int rc = poll(&p, 1, deadline.remainingMs());
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) return true;
-  }
-}
-
 bool isRetryableConnectError(int err) {
   return err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT || err == ENETUNREACH ||
          err == EHOSTUNREACH;
@@ -234,6 +222,61 @@ Status recvAll(int fd, void* data, size_t bytes, Deadline deadline) {
     if (err == ECONNRESET) return remoteError("connection closed by peer " + peerName(fd));
     return systemError("receiving from " + peerName(fd), err);
   }
+  return Status::ok();
+}
+
+namespace {
+
+Status closedDuring(const char* what, size_t done, size_t bytes) {
+  return remoteError(std::string("connection closed by peer during ") + what + " (" +
+                     std::to_string(done) + " of " + std::to_string(bytes) + " bytes)");
+}
+
+}  // namespace
+
+// Errors other than EINTR are left for the following system call to report.
+bool waitFor(int fd, short events, const Deadline& deadline) {
+  while (true) {
+    pollfd p{fd, events, 0};
+    int rc = poll(&p, 1, deadline.remainingMs());
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) return true;
+  }
+}
+
+Status recvToward(int fd, void* buffer, size_t bytes, size_t* done, const char* what,
+                  bool* complete) {
+  auto* cursor = static_cast<uint8_t*>(buffer);
+  while (*done < bytes) {
+    ssize_t n = recv(fd, cursor + *done, bytes - *done, 0);
+    if (n > 0) {
+      *done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0 || errno == ECONNRESET) return closedDuring(what, *done, bytes);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    if (errno != EINTR) return systemError(std::string("receiving ") + what, errno);
+  }
+  *complete = *done == bytes;
+  return Status::ok();
+}
+
+Status sendToward(int fd, const void* data, size_t bytes, size_t* done, const char* what,
+                  bool* complete) {
+  const auto* cursor = static_cast<const uint8_t*>(data);
+  while (*done < bytes) {
+    ssize_t n = send(fd, cursor + *done, bytes - *done, MSG_NOSIGNAL);
+    if (n > 0) {
+      *done += static_cast<size_t>(n);
+      continue;
+    }
+    int err = n == 0 ? EAGAIN : errno;
+    if (err == EPIPE || err == ECONNRESET) return closedDuring(what, *done, bytes);
+    if (err == EAGAIN || err == EWOULDBLOCK) break;
+    if (err != EINTR) return systemError(std::string("sending ") + what, err);
+  }
+  *complete = *done == bytes;
   return Status::ok();
 }
 

@@ -49,6 +49,19 @@ Status acceptOne(const Socket& listener, Deadline deadline, Socket* out, SocketA
 Status sendAll(int fd, const void* data, size_t bytes, Deadline deadline);
 Status recvAll(int fd, void* data, size_t bytes, Deadline deadline);
 
+// Non-blocking steps toward a fixed-size message, for servers that multiplex many connections:
+// receive into buffer[*done, bytes) or send data[*done, bytes) as far as the socket allows,
+// advancing *done, and set *complete once all `bytes` are through. Never reads past `bytes`, so
+// what the peer sends next stays in the socket. A peer that closes or resets the connection
+// yields weftRemoteError: "connection closed by peer during <what> (3 of 32 bytes)".
+Status recvToward(int fd, void* buffer, size_t bytes, size_t* done, const char* what,
+                  bool* complete);
+Status sendToward(int fd, const void* data, size_t bytes, size_t* done, const char* what,
+                  bool* complete);
+
+// Waits until fd is ready for `events` (POLLIN, POLLOUT) or the deadline passes (false).
+bool waitFor(int fd, short events, const Deadline& deadline);
+
 // accept() errors that concern only the connection being accepted (a pending network error or
 // a connection aborted in the queue, per accept(2)); the caller should just accept again.
 bool isTransientAcceptError(int err);

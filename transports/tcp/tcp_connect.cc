@@ -1,12 +1,14 @@
 // TCP connection set-up: every rank listens; for each pair the higher rank connects to the lower
 // one (so the lowest ranks only accept and set-up cannot deadlock), authenticates with the
-// communicator's secret and announces (rank, socket index).
+// communicator's secret and announces (rank, socket index). The accepting side serves all
+// incoming connections at once (net::acceptAuthenticated), so strays cannot hold it up.
 #include <sys/epoll.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/log.h"
+#include "net/acceptor.h"
 #include "net/address.h"
 #include "net/auth.h"
 #include "transports/tcp/tcp_internal.h"
@@ -16,7 +18,7 @@ namespace {
 
 // Published address: the socket address, then the number of sockets this rank wants per peer.
 constexpr size_t kAddressBytes = net::SocketAddress::kWireBytes + 1;
-// A stray or slow connection may hold up set-up this long at most before it is dropped.
+// A stray or slow connection is dropped after this long; others are served meanwhile.
 constexpr int kHandshakeMs = 5000;
 
 struct LaneHello {
@@ -90,48 +92,47 @@ Status TcpTransport::connectToPeer(const ConnectContext& context, int peer, int 
 }
 
 Status TcpTransport::acceptFromPeers(const ConnectContext& context, const std::vector<int>& peers) {
-  int expected = 0;
+  // arrived[peer][index]: the accepted sockets; the lanes are made once all have arrived.
+  std::vector<std::vector<net::Socket>> arrived(context.nranks);
+  net::AcceptSpec spec;
   for (int peer : peers) {
-    if (peer > context.rank) expected += socketsWith(peer);
+    if (peer <= context.rank) continue;
+    arrived[peer].resize(socketsWith(peer));
+    spec.expected += socketsWith(peer);
   }
-  for (int accepted = 0; accepted < expected;) {
-    net::Socket socket;
-    net::SocketAddress from;
-    Status status = net::acceptOne(listener_, context.deadline, &socket, &from);
-    if (!status.isOk()) {
-      std::string missing;
-      for (int peer : peers) {
-        if (peer <= context.rank) continue;
-        for (auto& lane : peers_[peer].lanes) {
-          if (!lane) {
-            missing += (missing.empty() ? "" : ", ") + peerNames_[peer];
-            break;
-          }
-        }
-      }
-      return status.withContext("tcp: waiting for connections from " + missing);
+  spec.secret = context.secret;
+  spec.purpose = net::Purpose::kTcpData;
+  spec.commId = context.commId;
+  spec.helloBytes = sizeof(LaneHello);
+  spec.deadline = context.deadline;
+  spec.perConnectionMs = kHandshakeMs;
+  spec.logName = "tcp";
+  auto judge = [&](net::Arrival& arrival) {
+    LaneHello hello;
+    std::memcpy(&hello, arrival.hello.data(), sizeof(hello));
+    if (hello.rank >= arrived.size() || hello.index >= arrived[hello.rank].size() ||
+        arrived[hello.rank][hello.index].isOpen()) {
+      return invalidUsage("unexpected lane hello (rank " + std::to_string(hello.rank) +
+                          ", socket " + std::to_string(hello.index) + ")");
     }
-    Deadline handshake = Deadline::earliest(context.deadline, Deadline::after(kHandshakeMs));
-    status = net::authenticateServer(socket.fd(), context.secret, net::Purpose::kTcpData,
-                                     context.commId, handshake);
-    LaneHello hello{};
-    if (status.isOk()) status = net::recvAll(socket.fd(), &hello, sizeof(hello), handshake);
-    int peer = static_cast<int>(hello.rank);
-    if (status.isOk()) {
-      bool known = std::find(peers.begin(), peers.end(), peer) != peers.end();
-      if (!known || peer <= context.rank || static_cast<int>(hello.index) >= socketsWith(peer) ||
-          peers_[peer].lanes[hello.index]) {
-        status = invalidUsage("unexpected lane hello (rank " + std::to_string(hello.rank) +
-                              ", socket " + std::to_string(hello.index) + ")");
-      }
+    arrived[hello.rank][hello.index] = std::move(arrival.socket);
+    return Status::ok();
+  };
+  auto describeMissing = [&] {
+    std::string missing;
+    for (size_t peer = 0; peer < arrived.size(); ++peer) {
+      bool waiting = std::any_of(arrived[peer].begin(), arrived[peer].end(),
+                                 [](const net::Socket& socket) { return !socket.isOpen(); });
+      if (waiting) missing += (missing.empty() ? "" : ", ") + peerNames_[peer];
     }
-    if (!status.isOk()) {
-      WEFT_WARN("tcp: dropped a connection from %s: %s", from.toString().c_str(),
-                status.message().c_str());
-      continue;
+    return "tcp: waiting for connections from " + missing;
+  };
+  WEFT_TRY(net::acceptAuthenticated(listener_, spec, judge, describeMissing));
+  for (size_t peer = 0; peer < arrived.size(); ++peer) {
+    for (size_t index = 0; index < arrived[peer].size(); ++index) {
+      WEFT_TRY(addLane(static_cast<int>(peer), static_cast<int>(index),
+                       std::move(arrived[peer][index])));
     }
-    WEFT_TRY(addLane(peer, static_cast<int>(hello.index), std::move(socket)));
-    ++accepted;
   }
   return Status::ok();
 }
