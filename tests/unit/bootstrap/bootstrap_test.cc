@@ -5,10 +5,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +17,8 @@
 #include "net/auth.h"
 #include "net/socket.h"
 #include "net/wire.h"
+#include "scoped_env.h"
+#include "unit/strays.h"
 
 using weft::Deadline;
 using weft::Status;
@@ -27,22 +27,9 @@ using weft::bootstrap::UniqueIdContents;
 
 namespace {
 
-class LoopbackOnly {
- public:
-  LoopbackOnly() {
-    if (const char* old = std::getenv("WEFT_SOCKET_IFNAME")) saved_ = old;
-    setenv("WEFT_SOCKET_IFNAME", "lo", 1);
-  }
-  ~LoopbackOnly() {
-    if (saved_) {
-      setenv("WEFT_SOCKET_IFNAME", saved_->c_str(), 1);
-    } else {
-      unsetenv("WEFT_SOCKET_IFNAME");
-    }
-  }
-
- private:
-  std::optional<std::string> saved_;
+// Every test here listens and connects on loopback only.
+struct LoopbackOnly : weft::test::ScopedEnv {
+  LoopbackOnly() : ScopedEnv("WEFT_SOCKET_IFNAME", "lo") {}
 };
 
 UniqueIdContents freshId() {
@@ -170,14 +157,9 @@ TEST_CASE("the root refuses a wrong secret and garbage while real ranks complete
   CHECK(contains(refused, "wrong secret"));
 
   // Garbage, a truncated hello and a silent connection; each is dropped on its own.
-  weft::net::Socket garbage, truncated, silent;
-  REQUIRE(weft::net::connectTo(id.root, Deadline::after(2000), &garbage).isOk());
-  REQUIRE(weft::net::connectTo(id.root, Deadline::after(2000), &truncated).isOk());
-  REQUIRE(weft::net::connectTo(id.root, Deadline::after(2000), &silent).isOk());
-  std::vector<uint8_t> junk(4096, 0x42);
-  REQUIRE(weft::net::sendAll(garbage.fd(), junk.data(), junk.size(), Deadline::after(1000)).isOk());
-  REQUIRE(weft::net::sendAll(truncated.fd(), junk.data(), 7, Deadline::after(1000)).isOk());
-  truncated.close();
+  weft::net::Socket garbage = weft::test::sendGarbage(id.root, 4096);
+  weft::test::truncatedHello(id.root, 7);
+  std::vector<weft::net::Socket> silent = weft::test::silentStrays(id.root, 1);
   uint8_t byte;
   Status dropped = weft::net::recvAll(garbage.fd(), &byte, 1, Deadline::after(2000));
   CHECK(dropped.code() == weftRemoteError);  // the root hung up on it
@@ -191,31 +173,12 @@ TEST_CASE("port scans and a one-byte-at-a-time sender do not stall the rendezvou
           "[bootstrap][root]") {
   LoopbackOnly loopback;
   UniqueIdContents id = freshId();
-  // A scan: connections opened and closed at once, some after a byte.
-  for (int i = 0; i < 32; ++i) {
-    weft::net::Socket probe;
-    REQUIRE(weft::net::connectTo(id.root, Deadline::after(2000), &probe).isOk());
-    if (i % 2 == 1) {
-      uint8_t byte = 0x16;  // what a TLS scanner would send first
-      REQUIRE(weft::net::sendAll(probe.fd(), &byte, 1, Deadline::after(1000)).isOk());
-    }
-  }
-  // A slow sender dribbles a plausible hello for the whole rendezvous.
-  std::atomic<bool> stop{false};
-  weft::net::Socket slow;
-  REQUIRE(weft::net::connectTo(id.root, Deadline::after(2000), &slow).isOk());
-  std::thread dribbler([&] {
-    const std::string hello(50, 'W');  // 5 s at a byte per 100 ms
-    for (size_t i = 0; i < hello.size() && !stop; ++i) {
-      if (send(slow.fd(), hello.data() + i, 1, MSG_NOSIGNAL) != 1) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
+  weft::test::portScan(id.root, 32);
+  // A slow sender dribbles a plausible hello for the whole rendezvous (5 s at a byte per 100 ms).
+  weft::test::Dribbler dribbler(id.root, std::string(50, 'W'), 100);
   auto start = std::chrono::steady_clock::now();
   std::vector<RankResult> ranks = createRanks(id, 4);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  stop = true;
-  dribbler.join();
   requireAllOk(ranks);
   // Served alongside the slow connection, not after it (it would take 5 s).
   CHECK(seconds < 3.0);
@@ -384,16 +347,12 @@ TEST_CASE("bootstrap works over IPv6 loopback", "[bootstrap]") {
   }
   probe.close();
   LoopbackOnly loopback;
-  const char* oldFamily = std::getenv("WEFT_SOCKET_FAMILY");
-  std::optional<std::string> savedFamily =
-      oldFamily ? std::optional<std::string>(oldFamily) : std::nullopt;
-  setenv("WEFT_SOCKET_FAMILY", "AF_INET6", 1);
-  UniqueIdContents id = freshId();
-  std::vector<RankResult> ranks = createRanks(id, 3);
-  if (savedFamily) {
-    setenv("WEFT_SOCKET_FAMILY", savedFamily->c_str(), 1);
-  } else {
-    unsetenv("WEFT_SOCKET_FAMILY");
+  UniqueIdContents id;
+  std::vector<RankResult> ranks;
+  {
+    weft::test::ScopedEnv family("WEFT_SOCKET_FAMILY", "AF_INET6");
+    id = freshId();
+    ranks = createRanks(id, 3);
   }
   CHECK(id.root.family() == AF_INET6);
   requireAllOk(ranks);
@@ -455,6 +414,9 @@ TEST_CASE("strays on the ring listener are dropped", "[bootstrap]") {
   REQUIRE(weft::net::connectTo(table.ring[1], deadline, &stray3).isOk());
   std::vector<uint8_t> junk(64, 0x33);
   REQUIRE(weft::net::sendAll(stray3.fd(), junk.data(), junk.size(), deadline).isOk());
+  // Strays 4 and 5: silent; served alongside the real connection, not 5 s each before it.
+  std::vector<weft::net::Socket> silent = weft::test::silentStrays(table.ring[1], 2);
+  auto start = std::chrono::steady_clock::now();
 
   // The real rank 0 connection, then rank 1's connection to us.
   weft::net::Socket next;
@@ -474,6 +436,7 @@ TEST_CASE("strays on the ring listener are dropped", "[bootstrap]") {
   rank1Thread.join();
   INFO(rank1Status.message());
   CHECK(rank1Status.isOk());
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 3.0);
 }
 
 TEST_CASE("Bootstrap::create checks its arguments", "[bootstrap]") {

@@ -1,0 +1,127 @@
+// The TCP transport's set-up under attack: while a communicator of ranks-as-threads sets up over
+// tcp, hostile clients hit its data listeners; set-up must succeed in far less than the 5 s cap
+// that each stray would have cost a listener serving connections one at a time, and every
+// stray must be dropped and named.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multirank/rank_threads.h"
+#include "net/auth.h"
+#include "scoped_env.h"
+#include "unit/log_capture.h"
+#include "unit/strays.h"
+
+namespace weft::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The data listeners' addresses, from the transports' "tcp: listening on <address> (<if>)" lines.
+std::vector<net::SocketAddress> awaitDataListeners(const LogCapture& capture, size_t count) {
+  const std::string marker = "tcp: listening on ";
+  auto until = Clock::now() + std::chrono::seconds(10);
+  std::vector<std::string> lines;
+  while ((lines = capture.matching(log::Level::kInfo, {marker})).size() < count &&
+         Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::vector<net::SocketAddress> addresses;
+  for (const std::string& line : lines) {
+    size_t start = line.find(marker) + marker.size();
+    net::SocketAddress address;
+    REQUIRE(net::SocketAddress::parse(line.substr(start, line.find(' ', start) - start), &address)
+                .isOk());
+    addresses.push_back(address);
+  }
+  return addresses;
+}
+
+// What an outsider can throw at a listener without the secret or the communicator id: 15
+// connections, 10 of which stall (each would hold a one-at-a-time listener for its 5 s cap).
+struct StrayMix {
+  explicit StrayMix(const net::SocketAddress& address)
+      : garbage(sendGarbage(address, 4096)),
+        wrongPurpose(address, net::Secret{}, net::Purpose::kBootstrap, 0),
+        staleComm(address, net::Secret{}, net::Purpose::kTcpData, 0),
+        dribbler(address, std::string(60, 'W'), 1000),
+        silent(silentStrays(address, 8)) {
+    portScan(address, 2);
+    truncatedHello(address, 7);
+  }
+  static constexpr size_t kConnections = 15;
+
+  net::Socket garbage;
+  HandshakeStray wrongPurpose;
+  HandshakeStray staleComm;
+  Dribbler dribbler;
+  std::vector<net::Socket> silent;
+};
+
+}  // namespace
+
+TEST_CASE("strays at the tcp data listeners neither stall nor break a communicator's set-up",
+          "[tcp][strays]") {
+  ScopedEnv env({{"WEFT_TRANSPORT", "tcp"}, {"WEFT_SOCKET_IFNAME", "lo"}});
+  LogCapture capture(log::Level::kInfo);
+  constexpr int n = 4;
+  std::atomic<bool> released{false};
+  Clock::time_point releasedAt;
+  std::vector<Clock::time_point> initDone(n);
+  std::vector<float> sums(n, 0);
+  std::string init;
+  std::thread ranks([&] {
+    init = runAsThreadsWith(
+        n,
+        [&](weftComm_t comm, int rank) {
+          initDone[rank] = Clock::now();
+          float one = 1;
+          weftAllReduce(&one, &sums[rank], 1, weftFloat32, weftSum, comm, nullptr);
+        },
+        [&](int rank) -> const weftConfig_t* {
+          // Called on the rank's thread just before its init: the last rank waits here, so that
+          // the others are listening (and held at the rendezvous) when the strays arrive.
+          auto until = Clock::now() + std::chrono::seconds(20);
+          while (rank == n - 1 && !released && Clock::now() < until) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          return nullptr;
+        });
+  });
+  std::vector<net::SocketAddress> listeners = awaitDataListeners(capture, n - 1);
+  std::vector<std::unique_ptr<StrayMix>> strays;
+  for (const net::SocketAddress& address : listeners) {
+    strays.push_back(std::make_unique<StrayMix>(address));
+  }
+  releasedAt = Clock::now();
+  released = true;
+  ranks.join();
+  REQUIRE(listeners.size() == n - 1);
+  INFO(init);
+  REQUIRE(init.empty());
+  CHECK(sums == std::vector<float>(n, 4.0f));
+  double slowest = 0;
+  for (const Clock::time_point& done : initDone) {
+    slowest = std::max(slowest, std::chrono::duration<double>(done - releasedAt).count());
+  }
+  // One at a time, rank 0's listener alone would have spent 45 s on its strays.
+  CHECK(slowest < 3.0);
+
+  // Each stray was accepted (they queued before any real connection) and dropped by name.
+  CHECK(capture.warnings({"tcp: dropped a connection from 127.0.0.1:"}) ==
+        StrayMix::kConnections * listeners.size());
+  CHECK(capture.warnings({"tcp: dropped", "bad magic"}) == listeners.size());
+  CHECK(capture.warnings({"tcp: dropped", "unexpected purpose 2 (expected 3)"}) ==
+        listeners.size());
+  CHECK(capture.warnings({"tcp: dropped", "unexpected communicator id 0x0000000000000000"}) ==
+        listeners.size());
+  CHECK(capture.warnings({"tcp: dropped", "closed by peer during the hello (7 of 32 bytes)"}) ==
+        listeners.size());
+  CHECK(capture.warnings({"tcp: dropped", "not needed any more"}) == 9 * listeners.size());
+  for (auto& mix : strays) CHECK(mix->wrongPurpose.outcome().code() == weftRemoteError);
+}
+
+}  // namespace weft::test
