@@ -31,6 +31,11 @@ constexpr int kReplyTimeoutMs = 30000;
 // Above this many open connections, new ones are closed at once, so a flood cannot exhaust fds.
 constexpr size_t kMaxConnections = 4096;
 constexpr size_t kMaxRanksNamed = 32;
+// A rank whose connection drops after it joined (its process died, or it gave up) fails the
+// round for everyone unless a process takes its rank again within this long. Nothing in weft
+// reconnects by itself, so this only spares a rank restarted at once; the others learn of the
+// loss in about this time instead of at their timeout.
+constexpr int kRejoinGraceMs = 1000;
 
 class RootServerImpl final : public RootServer {
  public:
@@ -63,6 +68,9 @@ class RootServerImpl final : public RootServer {
   void onJoined(uint64_t id);
   void sendReply(uint64_t id, const rendezvous::Buffer& reply, Deadline deadline);
   void failRound(uint64_t id);
+  void noteDeparture(uint32_t rank, const std::string& peer);
+  void failDeparted(uint32_t rank, const std::string& peer);
+  void failEveryone(weftResult_t code, const std::string& message, uint64_t alsoTell);
   void completeRound();
   void sweepDeadlines();
   void onDeadline();
@@ -91,9 +99,15 @@ class RootServerImpl final : public RootServer {
   uint32_t nranks_ = 0;                 // 0 until the first join
   std::map<uint32_t, uint64_t> slots_;  // rank -> connection id; never sized from peer input
   bool complete_ = false;
-  rendezvous::Buffer failure_;  // set once the ranks disagree; every join then gets it
+  rendezvous::Buffer failure_;  // set once the round failed; every join then gets it
+  std::string failureReason_;
   uint32_t maxNranksSeen_ = 0;
-  size_t failuresSent_ = 0;
+  size_t failuresSent_ = 0;  // counting departed ranks, which are past telling
+  struct Departure {
+    std::string peer;
+    Deadline rejoinBy;
+  };
+  std::map<uint32_t, Departure> departed_;  // joined ranks whose connection dropped
 };
 
 Status RootServerImpl::init(const net::SocketAddress& address) {
@@ -272,9 +286,13 @@ void RootServerImpl::drop(uint64_t id, const Status& why) {
   WEFT_WARN("rendezvous root %s: dropping connection from %s: %s", bound_.toString().c_str(),
             describe(id).c_str(), why.message().c_str());
   if (entry.joinHandled && !complete_) {
-    // Free the rank so that a restarted process can still take it before the deadline.
+    // Free the rank so that a restarted process can still take it within the grace period.
     auto slot = slots_.find(entry.connection->join().rank);
-    if (slot != slots_.end() && slot->second == id) slots_.erase(slot);
+    if (slot != slots_.end() && slot->second == id) {
+      slots_.erase(slot);
+      if (!failure_)
+        noteDeparture(entry.connection->join().rank, entry.connection->peer().toString());
+    }
   }
   remove(id);
 }
@@ -332,6 +350,10 @@ void RootServerImpl::onJoined(uint64_t id) {
     return;
   }
   slots_[join.rank] = id;
+  if (departed_.erase(join.rank) != 0) {
+    WEFT_WARN("rendezvous root %s: rank %u joined again, from %s", bound_.toString().c_str(),
+              join.rank, entry.connection->peer().toString().c_str());
+  }
   WEFT_INFO("rendezvous root %s: rank %u joined from %s (%zu of %u)", bound_.toString().c_str(),
             join.rank, entry.connection->peer().toString().c_str(), slots_.size(), nranks_);
   if (slots_.size() == nranks_) {
@@ -353,12 +375,36 @@ void RootServerImpl::failRound(uint64_t id) {
   } else {
     message += " but an earlier rank passed " + std::to_string(nranks_);
   }
+  failEveryone(weftInvalidUsage, message, id);
+}
+
+void RootServerImpl::noteDeparture(uint32_t rank, const std::string& peer) {
+  Deadline rejoinBy = Deadline::earliest(deadline_, Deadline::after(kRejoinGraceMs));
+  departed_[rank] = Departure{peer, rejoinBy};
+  nextSweep_ = Deadline::earliest(nextSweep_, rejoinBy);
+}
+
+void RootServerImpl::failDeparted(uint32_t rank, const std::string& peer) {
+  ++failuresSent_;
+  failEveryone(weftRemoteError,
+               "rank " + std::to_string(rank) + " (" + peer +
+                   ") left the rendezvous after joining and did not join again within " +
+                   std::to_string(kRejoinGraceMs) + " ms (did its process die?)",
+               0);
+}
+
+// Every rank that holds a slot, and `alsoTell` (a connection id; 0: none), gets the failure;
+// later joins get it too.
+void RootServerImpl::failEveryone(weftResult_t code, const std::string& message,
+                                  uint64_t alsoTell) {
   WEFT_WARN("rendezvous root %s: %s", bound_.toString().c_str(), message.c_str());
-  failure_ = rendezvous::encodeErrorReply(weftInvalidUsage, message);
+  failure_ = rendezvous::encodeErrorReply(code, message);
+  failureReason_ = message;
+  departed_.clear();
   Deadline replyDeadline = Deadline::earliest(deadline_, Deadline::after(kReplyTimeoutMs));
   std::vector<uint64_t> ids;
   for (const auto& [rank, holder] : slots_) ids.push_back(holder);
-  ids.push_back(id);
+  if (alsoTell != 0) ids.push_back(alsoTell);
   slots_.clear();
   for (uint64_t target : ids) {
     ++failuresSent_;
@@ -415,6 +461,16 @@ void RootServerImpl::sweepDeadlines() {
     std::string state = connections_.at(id).connection->stateName();
     drop(id, timeoutError("timed out during " + state));
   }
+  auto gone = departed_.end();
+  for (auto it = departed_.begin(); it != departed_.end(); ++it) {
+    if (it->second.rejoinBy.expired()) gone = it;
+    nextSweep_ = Deadline::earliest(nextSweep_, it->second.rejoinBy);
+  }
+  if (gone != departed_.end()) {
+    uint32_t rank = gone->first;
+    std::string peer = gone->second.peer;
+    failDeparted(rank, peer);  // clears departed_
+  }
 }
 
 std::string RootServerImpl::missingRanks() const {
@@ -437,7 +493,7 @@ void RootServerImpl::onDeadline() {
   if (complete_) {
     message = std::to_string(connections_.size()) + " ranks had not read their reply";
   } else if (failure_) {
-    message = "the rendezvous failed earlier (ranks disagreed on nranks)";
+    message = "the rendezvous failed earlier: " + failureReason_;
   } else if (nranks_ == 0) {
     message = "no rank joined";
   } else {

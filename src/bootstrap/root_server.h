@@ -3,7 +3,9 @@
 // rank the whole table. Runs on its own thread in the process that created the unique id (or in
 // rank 0 for environment initialisation). Connections are multiplexed with epoll and each has a
 // deadline and a size cap, so a port scan, garbage or a slow sender is dropped without stalling
-// the others; every failed authentication is logged at WARN and dropped.
+// the others; every failed authentication is logged at WARN and dropped. A rank whose connection
+// drops after it joined (its process died) fails the round for every rank, naming it, unless a
+// process joins as that rank again within a second (the slot is freed for a restart).
 #pragma once
 
 #include <memory>

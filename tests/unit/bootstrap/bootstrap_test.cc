@@ -32,6 +32,29 @@ struct LoopbackOnly : weft::test::ScopedEnv {
   LoopbackOnly() : ScopedEnv("WEFT_SOCKET_IFNAME", "lo") {}
 };
 
+// Joins the rendezvous as `rank` without the Bootstrap class (so that a test can then leave, or
+// read the table itself); returns the root connection, the reply not yet read.
+weft::net::Socket joinByHand(const UniqueIdContents& id, int rank, int nranks,
+                             const weft::net::SocketAddress& ring, const std::string& description) {
+  namespace rv = weft::bootstrap::rendezvous;
+  Deadline deadline = Deadline::after(5000);
+  weft::net::Socket root;
+  REQUIRE(weft::net::connectTo(id.root, deadline, &root).isOk());
+  REQUIRE(weft::net::authenticateClient(root.fd(), id.secret, weft::net::Purpose::kRendezvous, 0,
+                                        deadline)
+              .isOk());
+  rv::JoinHeader join;
+  join.rank = static_cast<uint32_t>(rank);
+  join.nranks = static_cast<uint32_t>(nranks);
+  join.ring = ring;
+  join.descriptionBytes = static_cast<uint32_t>(description.size());
+  uint8_t header[rv::kJoinHeaderBytes];
+  rv::encodeJoinHeader(join, header);
+  REQUIRE(weft::net::sendAll(root.fd(), header, sizeof(header), deadline).isOk());
+  REQUIRE(weft::net::sendAll(root.fd(), description.data(), description.size(), deadline).isOk());
+  return root;
+}
+
 UniqueIdContents freshId() {
   weftUniqueId id;
   REQUIRE(weft::bootstrap::createUniqueId(&id).isOk());
@@ -255,6 +278,47 @@ TEST_CASE("ranks that disagree on nranks all fail naming the disagreement", "[bo
   }
 }
 
+TEST_CASE("a rank that leaves the rendezvous after joining fails the round at once, naming it",
+          "[bootstrap][root]") {
+  LoopbackOnly loopback;
+  UniqueIdContents id = freshId();
+  weft::net::Socket leaver =
+      joinByHand(id, 1, 3, weft::net::SocketAddress::any(AF_INET, 1), descriptionOf(1));
+  Status statuses[2];
+  std::unique_ptr<Bootstrap> boots[2];
+  double seconds[2] = {0, 0};
+  auto start = std::chrono::steady_clock::now();
+  auto join = [&](int slot, int rank) {
+    statuses[slot] =
+        Bootstrap::create(id, rank, 3, descriptionOf(rank), Deadline::after(20000), &boots[slot]);
+    seconds[slot] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::thread rank0(join, 0, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  leaver.close();  // what the kernel does for a process killed while it waits
+  rank0.join();
+  join(1, 2);  // a rank that arrives after the failure learns of it at once
+  for (int slot = 0; slot < 2; ++slot) {
+    INFO(statuses[slot].message());
+    CHECK(statuses[slot].code() == weftRemoteError);
+    CHECK(contains(statuses[slot], "rank 1 (127.0.0.1:"));
+    CHECK(contains(statuses[slot], "left the rendezvous after joining"));
+    // The grace period (1 s), not the ranks' 20 s deadline.
+    CHECK(seconds[slot] < 3.0);
+  }
+}
+
+TEST_CASE("a rank that joins again within the grace period keeps the round", "[bootstrap][root]") {
+  LoopbackOnly loopback;
+  UniqueIdContents id = freshId();
+  weft::net::Socket first =
+      joinByHand(id, 1, 2, weft::net::SocketAddress::any(AF_INET, 1), descriptionOf(1));
+  first.close();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::vector<RankResult> ranks = createRanks(id, 2);  // rank 1 restarted, and rank 0
+  requireAllOk(ranks);
+}
+
 TEST_CASE("a rank that never joins yields weftTimeout", "[bootstrap][root]") {
   LoopbackOnly loopback;
   SECTION("the root's deadline names the missing rank") {
@@ -378,19 +442,7 @@ TEST_CASE("strays on the ring listener are dropped", "[bootstrap]") {
       [&] { rank1Status = Bootstrap::create(id, 1, 2, "one", Deadline::after(8000), &rank1); });
 
   Deadline deadline = Deadline::after(5000);
-  weft::net::Socket root;
-  REQUIRE(weft::net::connectTo(id.root, deadline, &root).isOk());
-  REQUIRE(weft::net::authenticateClient(root.fd(), id.secret, Purpose::kRendezvous, 0, deadline)
-              .isOk());
-  rv::JoinHeader join;
-  join.rank = 0;
-  join.nranks = 2;
-  join.ring = ringAddress;
-  join.descriptionBytes = 4;
-  uint8_t header[rv::kJoinHeaderBytes];
-  rv::encodeJoinHeader(join, header);
-  REQUIRE(weft::net::sendAll(root.fd(), header, sizeof(header), deadline).isOk());
-  REQUIRE(weft::net::sendAll(root.fd(), "zero", 4, deadline).isOk());
+  weft::net::Socket root = joinByHand(id, 0, 2, ringAddress, "zero");
   rv::Table table;
   REQUIRE(rv::readReply(root.fd(), 2, deadline, &table).isOk());
   CHECK(table.descriptions[1] == "one");
