@@ -135,11 +135,7 @@ Status RingBootstrap::rendezvous(const UniqueIdContents& id, const std::string& 
   join.nranks = static_cast<uint32_t>(nranks_);
   join.ring = ringAddress;
   join.descriptionBytes = static_cast<uint32_t>(description.size());
-  uint8_t header[rendezvous::kJoinHeaderBytes];
-  rendezvous::encodeJoinHeader(join, header);
-  WEFT_TRY(net::sendAll(socket.fd(), header, sizeof(header), deadline).withContext(root));
-  WEFT_TRY(net::sendAll(socket.fd(), description.data(), description.size(), deadline)
-               .withContext(root));
+  WEFT_TRY(rendezvous::sendJoin(socket.fd(), join, description, deadline).withContext(root));
 
   rendezvous::Table table;
   WEFT_TRY(rendezvous::readReply(socket.fd(), join.nranks, deadline, &table).withContext(root));

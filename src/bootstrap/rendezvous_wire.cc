@@ -83,6 +83,13 @@ Buffer encodeErrorReply(weftResult_t code, const std::string& message) {
   return out;
 }
 
+Status sendJoin(int fd, const JoinHeader& join, const std::string& description, Deadline deadline) {
+  uint8_t header[kJoinHeaderBytes];
+  encodeJoinHeader(join, header);
+  WEFT_TRY(net::sendAll(fd, header, sizeof(header), deadline));
+  return net::sendAll(fd, description.data(), description.size(), deadline);
+}
+
 Status readReply(int fd, uint32_t expectedNranks, Deadline deadline, Table* out) {
   uint8_t status = 0;
   WEFT_TRY(net::recvAll(fd, &status, 1, deadline));

@@ -50,6 +50,8 @@ struct Table {
   std::vector<net::SocketAddress> ring;
   std::vector<std::string> descriptions;
 };
+// Rank side: sends the join (header, then the description of join.descriptionBytes bytes).
+Status sendJoin(int fd, const JoinHeader& join, const std::string& description, Deadline deadline);
 // Rank side: reads the root's reply. A failure reply becomes a Status with the root's code and
 // message; a malformed reply or a different nranks is weftRemoteError.
 Status readReply(int fd, uint32_t expectedNranks, Deadline deadline, Table* out);

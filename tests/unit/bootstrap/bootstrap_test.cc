@@ -48,10 +48,7 @@ weft::net::Socket joinByHand(const UniqueIdContents& id, int rank, int nranks,
   join.nranks = static_cast<uint32_t>(nranks);
   join.ring = ring;
   join.descriptionBytes = static_cast<uint32_t>(description.size());
-  uint8_t header[rv::kJoinHeaderBytes];
-  rv::encodeJoinHeader(join, header);
-  REQUIRE(weft::net::sendAll(root.fd(), header, sizeof(header), deadline).isOk());
-  REQUIRE(weft::net::sendAll(root.fd(), description.data(), description.size(), deadline).isOk());
+  REQUIRE(rv::sendJoin(root.fd(), join, description, deadline).isOk());
   return root;
 }
 
