@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "topo/host_id.h"
 #include "topo/machine.h"
+#include "topo/process_state.h"
 #ifdef WEFT_HAVE_RDMA
 #include "transports/rdma/rdma_transport.h"
 #include "transports/rdma/rdma_wire.h"
@@ -183,6 +184,7 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   self.machineId = topo::machineIdentity();
   self.cores = topo::thisMachine().hardwareThreads;
   self.pid = static_cast<int32_t>(getpid());
+  self.startTicks = topo::selfStartTicks();
   self.hostName = topo::hostName();
   // Both transports become reachable before the layout is known; the one without peers closes.
   std::unique_ptr<Transport> tcp;
@@ -203,6 +205,14 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   comm->fabric = std::make_unique<Fabric>(rank, nranks, names);
   WEFT_TRY(comm->fabric->init());
   comm->fabric->setTimeoutMs(config.timeoutMs);
+  std::vector<Fabric::LocalProcess> local;
+  for (const PeerInfo& peer : comm->peers) {
+    // Ranks that are threads of this process run when this one does.
+    if (peer.machineId == self.machineId && peer.pid != self.pid) {
+      local.push_back({peer.rank, peer.pid, peer.startTicks});
+    }
+  }
+  comm->fabric->setLocalProcesses(std::move(local));
   choosePolling(*comm);
   if (nranks > 1) {
     std::vector<int> shmPeers, netPeers;

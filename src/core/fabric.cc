@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "topo/process_state.h"
 
 namespace weft {
 
@@ -92,9 +93,25 @@ Status Fabric::progressAll(bool woken) {
   return Status::ok();
 }
 
+int Fabric::findStoppedPeer(Status* why) const {
+  for (const LocalProcess& process : localProcesses_) {
+    topo::ProcessStat stat;
+    if (!topo::readProcessStat(process.pid, &stat) || stat.startTicks != process.startTicks ||
+        !topo::isStopped(stat.state)) {
+      continue;
+    }
+    *why = Status(why->code(), why->message() + " (" + peerNames_[process.rank] +
+                                   " is stopped: process state " + stat.state +
+                                   ", from SIGSTOP or a debugger)");
+    return process.rank;
+  }
+  return -1;
+}
+
 Status Fabric::fail(Status why, int awaited) {
   if (!failure_.isOk()) return failure_;
-  int culprit = -1;
+  // A stopped peer is certain evidence; notices and the awaited rank are guesses beside it.
+  int culprit = why.code() == weftTimeout ? findStoppedPeer(&why) : -1;
   for (auto& transport : transports_) {
     int found = transport->findCulprit();
     if (culprit < 0) culprit = found;

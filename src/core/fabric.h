@@ -94,6 +94,18 @@ class Fabric {
     for (auto& transport : transports_) transport->memoryFreed(buf, bytes);
   }
 
+  // The other processes of this communicator on this machine. A timed-out wait reads their state
+  // (/proc) and names a stopped one (SIGSTOP, a debugger) as the culprit, rather than the rank
+  // it waited for, which may only be waiting too.
+  struct LocalProcess {
+    int rank;
+    int pid;
+    uint64_t startTicks;  // must match, so that a reused pid is not taken for the rank
+  };
+  void setLocalProcesses(std::vector<LocalProcess> processes) {
+    localProcesses_ = std::move(processes);
+  }
+
   // Thread-safe: wakes the waiting thread, whose wait then returns weftAborted.
   void abort();
   bool failed() const { return !failure_.isOk(); }
@@ -134,6 +146,8 @@ class Fabric {
   // awaited: after a timeout, the rank that did not answer (named as the culprit when the
   // transports know of no failure).
   Status fail(Status why, int awaited = -1);
+  // A local peer whose process is stopped (its rank, and *why says so), else -1.
+  int findStoppedPeer(Status* why) const;
   Status timeoutStatus(const std::string& awaited) const;
   std::string describePending(Xfer* const* xfers, size_t count, int* awaited) const;
 
@@ -142,6 +156,7 @@ class Fabric {
   std::vector<std::string> peerNames_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<Transport*> route_;  // route_[peer]
+  std::vector<LocalProcess> localProcesses_;
   SharedWindows* windows_ = nullptr;
   std::deque<Xfer*> selfSends_;
   std::deque<Xfer*> selfRecvs_;

@@ -6,7 +6,7 @@
 namespace weft {
 namespace {
 
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr size_t kMaxStringBytes = 4096;
 
 void putU32(std::string& out, uint32_t value) {
@@ -58,6 +58,7 @@ std::string encodePeerInfo(const PeerInfo& info) {
   putU64(out, info.hostId);
   putU64(out, info.machineId);
   putU32(out, static_cast<uint32_t>(info.pid));
+  putU64(out, info.startTicks);
   putU32(out, static_cast<uint32_t>(info.cores));
   putString(out, info.hostName);
   putString(out, info.tcpAddress);
@@ -72,8 +73,9 @@ Status decodePeerInfo(const std::string& bytes, PeerInfo* out) {
     return invalidUsage("peer description has an unknown version (mixed weft versions?)");
   }
   if (!reader.u32(&rank) || !reader.u64(&out->hostId) || !reader.u64(&out->machineId) ||
-      !reader.u32(&pid) || !reader.u32(&cores) || !reader.string(&out->hostName) ||
-      !reader.string(&out->tcpAddress) || !reader.string(&out->shmAddress) || !reader.finished()) {
+      !reader.u32(&pid) || !reader.u64(&out->startTicks) || !reader.u32(&cores) ||
+      !reader.string(&out->hostName) || !reader.string(&out->tcpAddress) ||
+      !reader.string(&out->shmAddress) || !reader.finished()) {
     return invalidUsage("peer description is malformed");
   }
   out->rank = static_cast<int>(rank);

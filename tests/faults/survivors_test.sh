@@ -5,9 +5,11 @@
 #   kill: killed with SIGKILL; every other rank must exit with an error within 2 s;
 #   stop: stopped with SIGSTOP; every other rank must exit with an error at its timeout
 #         (WEFT_TIMEOUT=3 here): not much before (a stopped rank may resume), not much after.
-# After a kill, each survivor's message must name the dead rank. (A stopped rank cannot be told
-# from one that waits for it: the first survivor to time out names the rank it waited for, and
-# the others name that one.) Nothing may be left in /dev/shm or the process table.
+# Each survivor's message must name the failed rank. A stopped rank looks like one that waits
+# for it, except in /proc: on one host the survivor that times out reads its peers' process
+# states and names the stopped one ("rank 2 (...) is stopped"); at least one survivor must say
+# so, and the others name it as the cause their peers reported. Nothing may be left in /dev/shm
+# or the process table.
 #   survivors_test.sh <weftrun> <weft_coll_check> <tcp|shm> <kill|stop> [trials] [ranks]
 set -euo pipefail
 weftrun="$1"
@@ -100,18 +102,21 @@ for ((trial = 1; trial <= trials; ++trial)); do
   ((status != 0)) || fail "trial $trial ($transport): the job exited 0 after rank $victim was killed"
   for ((rank = 0; rank < ranks; ++rank)); do
     ((rank == victim)) && continue
-    # Each survivor reports an error; after a kill it names the dead rank (directly, or as the
-    # cause a peer reported).
-    named="rank $victim ("
-    [[ "$mode" == stop ]] && named="rank "
-    grep "^\[$rank\] rank $rank/$ranks: " "$log" | grep -q "$named" ||
+    # Each survivor reports an error naming the failed rank (directly, or as the cause a peer
+    # reported).
+    grep "^\[$rank\] rank $rank/$ranks: " "$log" | grep -q "rank $victim (" ||
       fail "trial $trial ($transport): rank $rank's error does not name rank $victim: $(grep "^\[$rank\]" "$log" | tail -2)"
   done
+  if [[ "$mode" == stop ]]; then
+    grep "^\[[0-9]*\] rank [0-9]*/$ranks: " "$log" | grep -q "rank $victim ([^)]*) is stopped" ||
+      fail "trial $trial ($transport): no survivor found rank $victim stopped: $(grep "/$ranks: " "$log" | head -3)"
+  fi
   if [[ "$mode" == kill ]]; then
     grep -q "weftrun: rank $victim (pid ${pids[$victim]}) was killed by signal 9" "$log" ||
       fail "trial $trial ($transport): weftrun did not report the killed rank"
   fi
   echo "trial $trial ($transport, $mode): rank $victim; survivors failed within ${worst} ms"
+  grep "^\[[0-9]*\] rank [0-9]*/$ranks: " "$log" | head -3
   for pid in "${pids[@]}"; do running "$pid" && fail "trial $trial: process $pid outlived the job"; done
   shmNow="$(ls -1 /dev/shm 2>/dev/null | sort)"
   [[ "$shmNow" == "$shmBefore" ]] || fail "trial $trial: /dev/shm changed"

@@ -88,6 +88,7 @@ TEST_CASE("peer descriptions round-trip and reject truncation", "[peer]") {
   info.hostId = 0x1234567890abcdefull;
   info.machineId = 0xfedcba0987654321ull;
   info.pid = 4242;
+  info.startTicks = 0x0102030405ull;
   info.cores = 96;
   info.hostName = "node-7";
   info.tcpAddress = std::string("\x02\x00\x01", 3);
@@ -98,6 +99,7 @@ TEST_CASE("peer descriptions round-trip and reject truncation", "[peer]") {
   CHECK(decoded.hostId == info.hostId);
   CHECK(decoded.machineId == info.machineId);
   CHECK(decoded.pid == 4242);
+  CHECK(decoded.startTicks == info.startTicks);
   CHECK(decoded.cores == 96);
   CHECK(decoded.hostName == "node-7");
   CHECK(decoded.tcpAddress == info.tcpAddress);
