@@ -60,6 +60,7 @@ class Acceptor {
 
  private:
   bool full() const { return inFlight_.size() >= static_cast<size_t>(spec_.maxInFlight); }
+  size_t oldest() const;
   // When full, the moment the oldest connection may be dropped to make room.
   Deadline evictionTime() const;
   bool listening() const;
@@ -89,11 +90,15 @@ std::string Acceptor::stuckAt(const InFlight& connection) const {
          std::to_string(spec_.helloBytes) + " bytes)";
 }
 
-Deadline Acceptor::evictionTime() const {
-  auto oldest =
+size_t Acceptor::oldest() const {
+  auto first =
       std::min_element(inFlight_.begin(), inFlight_.end(),
                        [](const InFlight& a, const InFlight& b) { return a.started < b.started; });
-  int64_t waitMs = spec_.perConnectionMs / 4 - millisSince(oldest->started);
+  return static_cast<size_t>(first - inFlight_.begin());
+}
+
+Deadline Acceptor::evictionTime() const {
+  int64_t waitMs = spec_.perConnectionMs / 4 - millisSince(inFlight_[oldest()].started);
   return Deadline::after(std::max<int64_t>(waitMs, 0));
 }
 
@@ -148,12 +153,11 @@ Status Acceptor::acceptPending() {
     // Unix sockets have no TCP_NODELAY; only TCP needs it.
     if (from.isValid()) (void)setNoDelay(socket.fd());
     if (full()) {
-      auto oldest = std::min_element(
-          inFlight_.begin(), inFlight_.end(),
-          [](const InFlight& a, const InFlight& b) { return a.started < b.started; });
-      drop(static_cast<size_t>(oldest - inFlight_.begin()),
-           "making room (" + std::to_string(spec_.maxInFlight) + " connections in flight), after " +
-               std::to_string(millisSince(oldest->started)) + " ms in " + stuckAt(*oldest));
+      size_t index = oldest();
+      const InFlight& victim = inFlight_[index];
+      drop(index, "making room (" + std::to_string(spec_.maxInFlight) +
+                      " connections in flight), after " +
+                      std::to_string(millisSince(victim.started)) + " ms in " + stuckAt(victim));
     }
     inFlight_.emplace_back(std::move(socket), from, spec_);
     // The client usually sent its hello with its connect, so start at once.
