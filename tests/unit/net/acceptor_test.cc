@@ -258,7 +258,7 @@ TEST_CASE_METHOD(StraysFixture,
 }
 
 TEST_CASE_METHOD(StraysFixture,
-                 "at most maxInFlight connections are in flight; the oldest makes room",
+                 "at most maxInFlight connections are in flight, and the oldest makes room",
                  "[net][acceptor]") {
   using namespace weft::test;
   AcceptSpec spec = specFor(1);
