@@ -174,15 +174,24 @@ Status checkHelloExpectations(const Hello& hello, Purpose purpose, uint64_t comm
 
 Status authenticateClient(int fd, const Secret& secret, Purpose purpose, uint64_t commId,
                           Deadline deadline) {
+  ClientHello hello;
+  WEFT_TRY(startClientHandshake(fd, purpose, commId, deadline, &hello));
+  return finishClientHandshake(fd, secret, hello, deadline);
+}
+
+Status startClientHandshake(int fd, Purpose purpose, uint64_t commId, Deadline deadline,
+                            ClientHello* sent) {
   handshake::Hello hello;
   hello.version = kVersion;
   hello.purpose = purpose;
   hello.commId = commId;
   WEFT_TRY(randomBytes(hello.nonce.data(), hello.nonce.size()));
-  uint8_t helloBytes[handshake::kHelloBytes];
-  handshake::encodeHello(hello, helloBytes);
-  WEFT_TRY(sendAll(fd, helloBytes, sizeof(helloBytes), deadline).withContext("authentication"));
+  handshake::encodeHello(hello, sent->data());
+  return sendAll(fd, sent->data(), sent->size(), deadline).withContext("authentication");
+}
 
+Status finishClientHandshake(int fd, const Secret& secret, const ClientHello& hello,
+                             Deadline deadline) {
   uint8_t challenge[handshake::kChallengeBytes];
   Status received = recvAll(fd, challenge, sizeof(challenge), deadline);
   if (received.code() == weftRemoteError) {
@@ -193,7 +202,7 @@ Status authenticateClient(int fd, const Secret& secret, Purpose purpose, uint64_
   }
   WEFT_TRY(received.withContext("authentication"));
   uint8_t proof[handshake::kProofBytes];
-  WEFT_TRY(handshake::answerChallenge(secret, helloBytes, challenge, sizeof(challenge), proof));
+  WEFT_TRY(handshake::answerChallenge(secret, hello.data(), challenge, sizeof(challenge), proof));
   return sendAll(fd, proof, sizeof(proof), deadline).withContext("authentication");
 }
 

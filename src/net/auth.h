@@ -45,6 +45,13 @@ Status authenticateClient(int fd, const Secret& secret, Purpose purpose, uint64_
                           Deadline deadline);
 Status authenticateServer(int fd, const Secret& secret, Purpose purpose, uint64_t commId,
                           Deadline deadline);
+// authenticateClient in its two halves, for a caller that must have the hello sent before it
+// can wait for the answer (the tests' strays, queued before the listener serves them).
+using ClientHello = std::array<uint8_t, 32>;  // = handshake::kHelloBytes
+Status startClientHandshake(int fd, Purpose purpose, uint64_t commId, Deadline deadline,
+                            ClientHello* sent);
+Status finishClientHandshake(int fd, const Secret& secret, const ClientHello& hello,
+                             Deadline deadline);
 
 // The pure message logic, so that it can be unit-tested and fuzzed without sockets.
 namespace handshake {
@@ -75,5 +82,7 @@ Status answerChallenge(const Secret& secret, const uint8_t* helloBytes, const ui
 Status checkProof(const Secret& secret, const uint8_t* helloBytes,
                   const std::array<uint8_t, 16>& serverNonce, const uint8_t* proof, size_t length);
 }  // namespace handshake
+
+static_assert(sizeof(ClientHello) == handshake::kHelloBytes);
 
 }  // namespace weft::net

@@ -96,17 +96,21 @@ class Dribbler {
   std::thread thread_;
 };
 
-// A client handshake run on its own thread, for strays that must hear the listener's answer
-// (a wrong secret, purpose or communicator): then `after` bytes are sent if it authenticated.
-// The outcome is read once the thread has ended (the listener dropped it, or the deadline).
+// A client handshake, for strays that must hear the listener's answer (a wrong secret, purpose
+// or communicator): the hello is sent at once, the rest of the handshake runs on its own thread,
+// then `after` bytes are sent if it authenticated. The outcome is read once the thread has ended
+// (the listener dropped it, or the deadline).
 class HandshakeStray {
  public:
   HandshakeStray(const net::SocketAddress& address, const net::Secret& secret, net::Purpose purpose,
                  uint64_t commId, std::vector<uint8_t> after = {})
       : socket_(connectStray(address)) {
-    thread_ = std::thread([this, secret, purpose, commId, after] {
+    net::ClientHello hello;
+    REQUIRE(net::startClientHandshake(socket_.fd(), purpose, commId, Deadline::after(2000), &hello)
+                .isOk());
+    thread_ = std::thread([this, secret, hello, after] {
       Deadline deadline = Deadline::after(10000);
-      outcome_ = net::authenticateClient(socket_.fd(), secret, purpose, commId, deadline);
+      outcome_ = net::finishClientHandshake(socket_.fd(), secret, hello, deadline);
       // A refused client hangs up, as real ones do (a listener waiting for the proof sees it).
       if (!outcome_.isOk()) socket_.close();
       if (outcome_.isOk() && !after.empty()) {
