@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "net/acceptor.h"
 #include "net/address.h"
 #include "net/auth.h"
 #include "transports/rdma/rdma_internal.h"
@@ -25,7 +26,7 @@ namespace {
 constexpr uint32_t kCtsEntries = 16;
 constexpr uint32_t kSendDepth = 128;
 constexpr uint32_t kWantedInline = 128;
-// A stray or slow side connection may hold up set-up this long at most before it is dropped.
+// A stray or slow side connection is dropped after this long; others are served meanwhile.
 constexpr int kHandshakeMs = 5000;
 constexpr char kReady = 'R';
 
@@ -333,40 +334,37 @@ Status RdmaTransport::openSideLinks(const ConnectContext& context, const std::ve
     }
     peers_[rank]->side = std::move(socket);
   }
-  int expected = 0;
-  for (int rank : peers) expected += rank > context.rank;
-  for (int accepted = 0; accepted < expected;) {
-    net::Socket socket;
-    net::SocketAddress from;
-    Status status = net::acceptOne(listener_, context.deadline, &socket, &from);
-    if (!status.isOk()) {
-      std::string missing;
-      for (int rank : peers) {
-        if (rank > context.rank && !peers_[rank]->side.isOpen()) {
-          missing += (missing.empty() ? "" : ", ") + peerNames_[rank];
-        }
-      }
-      return status.withContext("rdma: waiting for side connections from " + missing);
-    }
-    Deadline handshake = Deadline::earliest(context.deadline, Deadline::after(kHandshakeMs));
-    status = net::authenticateServer(socket.fd(), context.secret, net::Purpose::kRdmaSide,
-                                     context.commId, handshake);
-    SideHello hello{};
-    if (status.isOk()) status = net::recvAll(socket.fd(), &hello, sizeof(hello), handshake);
+  net::AcceptSpec spec;
+  spec.secret = context.secret;
+  spec.purpose = net::Purpose::kRdmaSide;
+  spec.commId = context.commId;
+  spec.helloBytes = sizeof(SideHello);
+  spec.deadline = context.deadline;
+  spec.perConnectionMs = kHandshakeMs;
+  spec.logName = "rdma";
+  for (int rank : peers) spec.expected += rank > context.rank;
+  if (spec.expected == 0) return Status::ok();
+  auto judge = [&](net::Arrival& arrival) {
+    SideHello hello;
+    std::memcpy(&hello, arrival.hello.data(), sizeof(hello));
     const int rank = static_cast<int>(hello.rank);
-    if (status.isOk() && (std::find(peers.begin(), peers.end(), rank) == peers.end() ||
-                          rank <= context.rank || peers_[rank]->side.isOpen())) {
-      status = invalidUsage("unexpected side hello (rank " + std::to_string(hello.rank) + ")");
+    if (std::find(peers.begin(), peers.end(), rank) == peers.end() || rank <= context.rank ||
+        peers_[rank]->side.isOpen()) {
+      return invalidUsage("unexpected side hello (rank " + std::to_string(hello.rank) + ")");
     }
-    if (!status.isOk()) {
-      WEFT_WARN("rdma: dropped a connection from %s: %s", from.toString().c_str(),
-                status.message().c_str());
-      continue;
+    peers_[rank]->side = std::move(arrival.socket);
+    return Status::ok();
+  };
+  auto describeMissing = [&] {
+    std::string missing;
+    for (int rank : peers) {
+      if (rank > context.rank && !peers_[rank]->side.isOpen()) {
+        missing += (missing.empty() ? "" : ", ") + peerNames_[rank];
+      }
     }
-    peers_[rank]->side = std::move(socket);
-    ++accepted;
-  }
-  return Status::ok();
+    return "rdma: waiting for side connections from " + missing;
+  };
+  return net::acceptAuthenticated(listener_, spec, judge, describeMissing);
 }
 
 }  // namespace weft::rdma

@@ -54,7 +54,7 @@ TEST_CASE("GID choice on RoCE: IPv4-mapped RoCE v2 first, then RoCE v2, then any
   CHECK(chosen.index == 1);
 }
 
-TEST_CASE("GID choice: InfiniBand takes the first non-empty GID; empties are refused") {
+TEST_CASE("GID choice: InfiniBand takes the first non-empty GID, empties are refused") {
   GidCandidate chosen;
   REQUIRE(
       chooseGid({gid(0, {}, GidKind::kInfiniBand), gid(1, {0xfe, 0x80}, GidKind::kInfiniBand, {2})},
