@@ -71,8 +71,9 @@ struct Peer {
   uint32_t zeroCopyFinished = 0;
 
   bool dead = false;
-  bool departed = false;  // said goodbye
-  bool active = false;    // listed in the transport's active set
+  bool departed = false;   // said goodbye
+  bool active = false;     // listed in the transport's active set
+  bool throttled = false;  // the last advance() stopped at its posting budget
 };
 
 class RdmaTransport final : public Transport {
@@ -110,7 +111,7 @@ class RdmaTransport final : public Transport {
   Status postReceives(Peer& peer, uint32_t count);
   Status pushSends(Peer& peer);
   Status writeEagerChunk(Peer& peer, XferState& state, uint32_t flags, size_t chunk);
-  Status writeZeroCopy(Peer& peer, XferState& state);
+  Status writeZeroCopy(Peer& peer, XferState& state, size_t* budget);
   Status pullRecvs(Peer& peer);
   Status writeClearToSend(Peer& peer);
   Status returnCredits(Peer& peer);

@@ -19,7 +19,12 @@ namespace {
 constexpr uint64_t kReceiveBit = 1ull << 63;
 // A zero-copy message is written in pieces of this size, so that the send queue fills evenly
 // and one large message does not occupy it alone.
-constexpr size_t kZeroCopyPiece = 1 << 20;
+constexpr size_t kZeroCopyPiece = 128 << 10;
+// What one advance() posts to a peer at most before the transport looks at its completions
+// again. Posting is cheap on a NIC, but a software device (Soft-RoCE) does the sending inside
+// ibv_post_send: posting a whole large message at once would keep this rank from answering its
+// peers (clear-to-send entries, credits) for as long as the data takes to send.
+constexpr size_t kPostBudget = 256 << 10;
 
 std::string describeMessage(uint64_t tag, uint64_t bytes) {
   return "tag " + std::to_string(tag >> 32) + "/" + std::to_string(tag & 0xffffffffu) + " with " +
@@ -170,7 +175,7 @@ Status RdmaTransport::writeEagerChunk(Peer& peer, XferState& state, uint32_t fla
   return Status::ok();
 }
 
-Status RdmaTransport::writeZeroCopy(Peer& peer, XferState& state) {
+Status RdmaTransport::writeZeroCopy(Peer& peer, XferState& state, size_t* budget) {
   Xfer& xfer = *state.xfer;
   // The peer wrote this entry before the immediate that counted it; it rewrites it only after
   // this message's last write arrived.
@@ -192,7 +197,12 @@ Status RdmaTransport::writeZeroCopy(Peer& peer, XferState& state) {
   const auto* data = static_cast<const char*>(xfer.buf);
   while (state.offset < xfer.bytes) {
     if (!peer.window.room()) return Status::ok();
+    if (*budget == 0) {
+      peer.throttled = true;
+      return Status::ok();
+    }
     const size_t piece = std::min(kZeroCopyPiece, xfer.bytes - state.offset);
+    *budget -= std::min(*budget, piece);
     const bool last = state.offset + piece == xfer.bytes;
     const uint32_t imm = encodeImm(ImmKind::kZeroCopyDone, state.sequence % peer.remote.ctsEntries);
     WEFT_TRY(postWrite(peer, data + state.offset, state.registration->lkey, piece,
@@ -205,6 +215,8 @@ Status RdmaTransport::writeZeroCopy(Peer& peer, XferState& state) {
 
 Status RdmaTransport::pushSends(Peer& peer) {
   const size_t payload = slotPayload(options_.slotBytes);
+  size_t budget = kPostBudget;
+  peer.throttled = false;
   while (!peer.sends.empty()) {
     XferState& state = *peer.sends.front();
     Xfer& xfer = *state.xfer;
@@ -212,9 +224,14 @@ Status RdmaTransport::pushSends(Peer& peer) {
       // do-while: a zero-length message still takes its one (header-only) chunk.
       do {
         if (!peer.credits.available() || !peer.window.room()) return Status::ok();
+        if (budget == 0) {
+          peer.throttled = true;
+          return Status::ok();
+        }
         const size_t chunk = std::min(payload, xfer.bytes - state.offset);
         WEFT_TRY(writeEagerChunk(peer, state, 0, chunk));
         state.offset += chunk;
+        budget -= std::min(budget, chunk);
       } while (state.offset < xfer.bytes);
       // The data sits in staging memory now: the user's buffer is free again.
       peer.sends.pop();
@@ -227,7 +244,7 @@ Status RdmaTransport::pushSends(Peer& peer) {
       state.rendezvousDone = true;
     }
     if (!after(peer.ctsArrived, state.sequence)) return Status::ok();
-    WEFT_TRY(writeZeroCopy(peer, state));
+    WEFT_TRY(writeZeroCopy(peer, state, &budget));
     if (state.offset < xfer.bytes) return Status::ok();
     peer.sends.pop();
     peer.inFlight.push(&state);
@@ -349,6 +366,10 @@ Status RdmaTransport::progress(bool woken) {
 
 bool RdmaTransport::prepareToSleep() {
   if (cq_ == nullptr) return true;
+  // Sends held back by the posting budget need no event to go on: no sleep.
+  for (Peer* peer : active_) {
+    if (peer->throttled && !peer->dead) return false;
+  }
   if (ibv_req_notify_cq(cq_, 0) != 0) return false;
   // A completion that arrived before the arming raises no event: look once more.
   ibv_wc wcs[16];
