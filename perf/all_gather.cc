@@ -18,6 +18,9 @@ void initData(const InitArgs& a) {
 }
 
 weftResult_t run(const RunArgs& a) {
+#ifdef WEFT_HAVE_CUDA
+  if (a.stream) return weftAllGatherOnStream(a.send, a.recv, a.count, a.type, a.comm, a.stream);
+#endif
   return weftAllGather(a.send, a.recv, a.count, a.type, a.comm, a.requests);
 }
 

@@ -15,6 +15,10 @@ void initData(const InitArgs& a) {
 }
 
 weftResult_t run(const RunArgs& a) {
+#ifdef WEFT_HAVE_CUDA
+  if (a.stream)
+    return weftAllReduceOnStream(a.send, a.recv, a.count, a.type, a.op, a.comm, a.stream);
+#endif
   return weftAllReduce(a.send, a.recv, a.count, a.type, a.op, a.comm, a.requests);
 }
 

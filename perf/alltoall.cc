@@ -23,6 +23,9 @@ void initData(const InitArgs& a) {
 }
 
 weftResult_t run(const RunArgs& a) {
+#ifdef WEFT_HAVE_CUDA
+  if (a.stream) return weftAlltoAllOnStream(a.send, a.recv, a.count, a.type, a.comm, a.stream);
+#endif
   return weftAlltoAll(a.send, a.recv, a.count, a.type, a.comm, a.requests);
 }
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include "device_memory.h"
+
 namespace weft::perf {
 namespace {
 
@@ -54,6 +56,11 @@ void printUsage(const char* programName) {
       "[-G,--cudagraph <num graph launches>] (must be 0) \n\t"
       "[-C,--report_cputime <0/1>] \n\t"
       "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] \n\t"
+      "weft-specific: \n\t"
+      "[-M,--memory <host/device>] where the buffers live (default: $WEFT_PERF_MEMORY, else host); "
+      "device: cudaMalloc on GPU rank %% device count, checked through host copies \n\t"
+      "[-s,--stream <0/1>] 1=the stream-ordered weft*OnStream calls on a stream of each rank, "
+      "timed to cudaStreamSynchronize (needs -M device) \n\t"
       "[-h,--help]\n",
       programName);
 }
@@ -116,6 +123,15 @@ bool parseOps(const char* text, std::vector<weftRedOp_t>* ops) {
   return true;
 }
 
+bool parseMemory(const char* text, bool* deviceMemory) {
+  if (std::strcmp(text, "host") == 0 || std::strcmp(text, "device") == 0) {
+    *deviceMemory = text[0] == 'd';
+    return true;
+  }
+  std::fprintf(stderr, "invalid value '%s' for -M/--memory (expected host or device)\n", text);
+  return false;
+}
+
 bool parseSizeFlag(const char* text, const char* name, size_t* out) {
   if (parseSize(text, out)) return true;
   std::fprintf(stderr, "invalid size specified for '%s': '%s'\n", name, text);
@@ -144,6 +160,8 @@ const option kLongOptions[] = {
     {"cudagraph", required_argument, nullptr, 'G'},
     {"report_cputime", required_argument, nullptr, 'C'},
     {"average", required_argument, nullptr, 'a'},
+    {"memory", required_argument, nullptr, 'M'},
+    {"stream", required_argument, nullptr, 's'},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
@@ -199,6 +217,10 @@ bool applyFlag(int flag, const char* value, Options* o) {
       return parseIntInto(value, 0, 1, "-C", &o->reportCpuTime);
     case 'a':
       return parseIntInto(value, 0, 3, "-a", &o->average);
+    case 'M':
+      return parseMemory(value, &o->deviceMemory);
+    case 's':
+      return parseIntInto(value, 0, 1, "-s", &o->onStream);
     default:
       return false;
   }
@@ -291,8 +313,15 @@ std::vector<size_t> warmupSizes(const Options& o) {
 
 ParseResult parseOptions(int argc, char** argv, const char* programName, Options* options) {
   optind = 1;
+  // The environment sets the default; the flag overrides it.
+  if (const char* memory = std::getenv("WEFT_PERF_MEMORY"); memory && *memory) {
+    if (!parseMemory(memory, &options->deviceMemory)) {
+      std::fprintf(stderr, "(from WEFT_PERF_MEMORY)\n");
+      return ParseResult::kExitFailure;
+    }
+  }
   while (true) {
-    const int flag = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:h",
+    const int flag = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:M:s:h",
                                  kLongOptions, nullptr);
     if (flag == -1) break;
     if (flag == 'h') {
@@ -313,6 +342,16 @@ ParseResult parseOptions(int argc, char** argv, const char* programName, Options
                  "-g %d: weft runs one rank per CPU thread and has no GPUs to spread a thread "
                  "over, so -g must be 1. Use -t <threads> and more processes for more ranks.\n",
                  options->nGpus);
+    return ParseResult::kExitFailure;
+  }
+  if (options->deviceMemory && !deviceMemoryBuilt()) {
+    std::fprintf(stderr,
+                 "-M device (--memory, WEFT_PERF_MEMORY): these tools were built without CUDA; "
+                 "configure weft with -DWEFT_CUDA=ON on a machine with the CUDA toolkit\n");
+    return ParseResult::kExitFailure;
+  }
+  if (options->onStream && !options->deviceMemory) {
+    std::fprintf(stderr, "-s 1 (--stream): stream-ordered calls need -M device\n");
     return ParseResult::kExitFailure;
   }
   if (options->minBytes > options->maxBytes) {

@@ -28,6 +28,9 @@ struct Options {
   std::vector<weftDataType_t> types{weftFloat32};  // -d
   std::vector<weftRedOp_t> ops{weftSum};           // -o
   int root = 0;                                    // -r: a rank, or -1 for every rank ("all")
+  // weft's own flags (nccl-tests always uses GPU buffers and a stream):
+  bool deviceMemory = false;  // -M host|device: buffers in cudaMalloc memory (env WEFT_PERF_MEMORY)
+  bool onStream = false;      // -s 0|1: the weft*OnStream forms on a stream of the rank's own
 };
 
 // Outcome of parsing: run, exit successfully (-h), or exit with an error (already printed).

@@ -15,6 +15,10 @@ void initData(const InitArgs& a) {
 }
 
 weftResult_t run(const RunArgs& a) {
+#ifdef WEFT_HAVE_CUDA
+  if (a.stream)
+    return weftBroadcastOnStream(a.send, a.recv, a.count, a.type, a.root, a.comm, a.stream);
+#endif
   return weftBroadcast(a.send, a.recv, a.count, a.type, a.root, a.comm, a.requests);
 }
 

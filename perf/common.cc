@@ -11,12 +11,16 @@
 
 #include "args.h"
 #include "data.h"
+#include "device_memory.h"
 #include "launch.h"
 #include "report.h"
 #include "watchdog.h"
 
 namespace weft::perf {
 namespace {
+
+// ctest's SKIP_RETURN_CODE and automake's convention: -M device where there is no GPU.
+constexpr int kExitSkipped = 77;
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
@@ -60,8 +64,10 @@ struct Rank {
   int rank = 0;
   int nranks = 1;
   weftComm_t comm = nullptr;
-  bool printer = false;  // global rank 0 prints the report
-  Buffer send, recv, expected;
+  bool printer = false;         // global rank 0 prints the report
+  Buffer send, recv, expected;  // -M device: the host copies that data is made and checked in
+  DeviceBuffer deviceSend, deviceRecv;  // -M device: what the calls read and write
+  void* stream = nullptr;               // -s 1
   std::vector<weftRequest_t> requests;  // room for every call of one timed batch
   uint64_t checks = 0;                  // checked calls so far: seeds the data
   int failedChecks = 0;
@@ -77,18 +83,34 @@ Point makePoint(const Rank& r, size_t bytes, weftDataType_t type, weftRedOp_t op
   return p;
 }
 
+// A send and a receive allocation: the host buffers, or with -M device the device ones, which
+// the host ones mirror offset for offset.
+struct Memory {
+  char* send;
+  char* recv;
+};
+
+Memory hostMemory(const Rank& r) {
+  return {r.send.get(), r.recv.get()};
+}
+
+Memory callMemory(const Rank& r) {
+  return r.opts.deviceMemory ? Memory{r.deviceSend.get(), r.deviceRecv.get()} : hostMemory(r);
+}
+
 // The buffers of call number `call`. Successive calls walk through the whole allocation, as in
 // nccl-tests, so that a small size is not timed from a cache that one buffer would keep warm.
-void callBuffers(const Rank& r, const Point& p, bool inPlace, int call, void** send, void** recv) {
+void callBuffers(const Rank& r, const Memory& memory, const Point& p, bool inPlace, int call,
+                 void** send, void** recv) {
   const size_t span = std::max(p.sendBytes, p.recvBytes);
   const size_t steps = span ? std::max<size_t>(r.opts.maxBytes / span, 1) : 1;
   const size_t shift = span * (size_t(call) % steps);
-  char* recvBase = r.recv.get() + shift;
+  char* recvBase = memory.recv + shift;
   if (inPlace) {
     *send = recvBase + p.counts.sendInplaceOffset * size_t(r.rank) * p.eltSize;
     *recv = recvBase + p.counts.recvInplaceOffset * size_t(r.rank) * p.eltSize;
   } else {
-    *send = r.send.get() + shift;
+    *send = memory.send + shift;
     *recv = recvBase;
   }
 }
@@ -96,9 +118,10 @@ void callBuffers(const Rank& r, const Point& p, bool inPlace, int call, void** s
 void issueCall(const Rank& r, const Point& p, bool inPlace, int call, weftRequest_t* requests) {
   void* send = nullptr;
   void* recv = nullptr;
-  callBuffers(r, p, inPlace, call, &send, &recv);
-  const RunArgs args{send,   recv,   p.counts.param, p.type, p.op,
-                     p.root, r.rank, r.nranks,       r.comm, requests};
+  callBuffers(r, callMemory(r), p, inPlace, call, &send, &recv);
+  const RunArgs args{send,    recv,   p.counts.param, p.type, p.op,
+                     p.root,  r.rank, r.nranks,       r.comm, r.stream ? nullptr : requests,
+                     r.stream};
   PERF_CHECK(r.test.run(args));
 }
 
@@ -132,6 +155,8 @@ Timing runCalls(Rank& r, const Point& p, bool inPlace, int iters, int agg) {
       } else {
         watchdog::Scope waiting;
         issueCall(r, p, inPlace, call, nullptr);
+        // A blocking mode waits for each call: on a stream, that is the stream's turn to finish.
+        if (r.stream) synchronizeStream(r.stream);
         if (mode == 1) PERF_CHECK(weftBarrier(r.comm, nullptr));
       }
     }
@@ -145,6 +170,7 @@ Timing runCalls(Rank& r, const Point& p, bool inPlace, int iters, int agg) {
   for (size_t i = 0; async && i < slots; ++i) {
     if (r.requests[i] != nullptr) PERF_CHECK(weftWait(&r.requests[i], -1));
   }
+  if (async && r.stream) synchronizeStream(r.stream);
   const double calls = double(iters) * agg;
   const double completed = mode == 3 ? outsideBarriers : secondsSince(start);
   return {completed / calls, (mode == 3 ? outsideBarriers : issued) / calls};
@@ -177,15 +203,20 @@ int64_t checkVariant(Rank& r, const Point& p, bool inPlace) {
     ++r.checks;  // the same count on every rank, hence the same seed
     void* send = nullptr;
     void* recv = nullptr;
-    callBuffers(r, p, inPlace, 0, &send, &recv);
+    callBuffers(r, hostMemory(r), p, inPlace, 0, &send, &recv);
     // Poison what the call may write, with a byte that changes from check to check, so that
     // results left over from an earlier call cannot pass.
-    std::memset(r.recv.get(), int(0xa5 + 0x3d * r.checks) & 0xff,
-                std::max(p.sendBytes, p.recvBytes));
+    const size_t span = std::max(p.sendBytes, p.recvBytes);
+    std::memset(r.recv.get(), int(0xa5 + 0x3d * r.checks) & 0xff, span);
     const InitArgs init{send, r.expected.get(), recv,   p.counts, p.type,
                         p.op, p.root,           r.rank, r.nranks, mixSeed(r.checks, 0x77656674)};
     r.test.initData(init);
+    if (r.opts.deviceMemory) {
+      copyToDevice(r.deviceSend.get(), r.send.get(), p.sendBytes);
+      copyToDevice(r.deviceRecv.get(), r.recv.get(), span);
+    }
     runCalls(r, p, inPlace, 1, 1);
+    if (r.opts.deviceMemory) copyToHost(r.recv.get(), r.deviceRecv.get(), span);
     wrong = countMismatches(recv, r.expected.get(), p.counts.recv, p.eltSize);
     watchdog::Scope waiting;
     PERF_CHECK(weftAllReduce(&wrong, &wrong, 1, weftInt64, weftSum, r.comm, nullptr));
@@ -262,13 +293,21 @@ void rankMain(const Options& opts, const CollTest& test, const char* programName
     r.send = allocateBuffer(opts.maxBytes);
     r.recv = allocateBuffer(opts.maxBytes);
     if (opts.check > 0) r.expected = allocateBuffer(opts.maxBytes);
+    std::string device;
+    if (opts.deviceMemory) {
+      selectRankDevice(r.rank);
+      device = currentDeviceDescription();
+      r.deviceSend = allocateDeviceBuffer(opts.maxBytes);
+      r.deviceRecv = allocateDeviceBuffer(opts.maxBytes);
+      if (opts.onStream) r.stream = createStream();
+    }
     const int batch = std::max(opts.iters * opts.aggIters, opts.warmupIters);
     r.requests.assign(size_t(batch) * kMaxRequestsPerCall, nullptr);
 
     const std::vector<RankInfo> infos = gatherRankInfo(r.comm, r.rank, r.nranks);
     int version = 0;
     PERF_CHECK(weftGetVersion(&version));
-    if (r.printer) printPreamble(programName, version, opts, infos);
+    if (r.printer) printPreamble(programName, version, opts, infos, device);
 
     const std::vector<weftRedOp_t> ops = test.usesOp ? opts.ops : std::vector{weftSum};
     std::vector<int> roots{-1};
@@ -289,6 +328,7 @@ void rankMain(const Options& opts, const CollTest& test, const char* programName
     // Every rank saw the same (all-reduced) counts, so every process exits with the same status.
     outcome->failed = r.failedChecks > 0 || (minBw >= 0 && avgBusBw < 0.9 * minBw);
   }
+  if (r.stream) destroyStream(r.stream);
   if (!setup.reuseLauncherComm) {
     watchdog::removeComm(r.comm);
     PERF_CHECK(weftCommDestroy(r.comm));
@@ -327,6 +367,12 @@ int runPerfTest(int argc, char** argv, const CollTest& test) {
       return 1;
     case ParseResult::kRun:
       break;
+  }
+
+  // Before any rendezvous, so that every process of a job on a machine without a GPU leaves alike.
+  if (std::string reason; opts.deviceMemory && !probeDevice(&reason)) {
+    std::printf("SKIP: no CUDA device (%s)\n", reason.c_str());
+    return kExitSkipped;
   }
 
   // Slots 0..nThreads-1 are the rank threads; the last one is this thread's, for the setup.

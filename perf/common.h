@@ -43,6 +43,9 @@ struct RunArgs {
   // nullptr: block until done. Otherwise room for kMaxRequestsPerCall handles, all NULL on entry;
   // the driver waits for every one the call fills in.
   weftRequest_t* requests;
+  // -s 1: a cudaStream_t; the tool makes the weft*OnStream call on it (requests is then nullptr).
+  // Only set in a build with CUDA (WEFT_HAVE_CUDA).
+  void* stream;
 };
 inline constexpr int kMaxRequestsPerCall = 2;
 

@@ -24,6 +24,10 @@ void initData(const InitArgs& a) {
 }
 
 weftResult_t run(const RunArgs& a) {
+#ifdef WEFT_HAVE_CUDA
+  if (a.stream)
+    return weftGatherOnStream(a.send, a.recv, a.count, a.type, a.root, a.comm, a.stream);
+#endif
   return weftGather(a.send, a.recv, a.count, a.type, a.root, a.comm, a.requests);
 }
 

@@ -22,6 +22,10 @@ void initData(const InitArgs& a) {
 }
 
 weftResult_t run(const RunArgs& a) {
+#ifdef WEFT_HAVE_CUDA
+  if (a.stream)
+    return weftReduceOnStream(a.send, a.recv, a.count, a.type, a.op, a.root, a.comm, a.stream);
+#endif
   return weftReduce(a.send, a.recv, a.count, a.type, a.op, a.root, a.comm, a.requests);
 }
 

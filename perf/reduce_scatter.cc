@@ -19,6 +19,10 @@ void initData(const InitArgs& a) {
 }
 
 weftResult_t run(const RunArgs& a) {
+#ifdef WEFT_HAVE_CUDA
+  if (a.stream)
+    return weftReduceScatterOnStream(a.send, a.recv, a.count, a.type, a.op, a.comm, a.stream);
+#endif
   return weftReduceScatter(a.send, a.recv, a.count, a.type, a.op, a.comm, a.requests);
 }
 

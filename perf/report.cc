@@ -24,7 +24,7 @@ std::string formatValue(double value, int width) {
 }
 
 void printPreamble(const char* programName, int libraryVersion, const Options& o,
-                   const std::vector<RankInfo>& ranks) {
+                   const std::vector<RankInfo>& ranks, const std::string& device) {
   std::printf("# weft-tests version %s weft-headers=%d weft-library=%d\n", kTestsVersion,
               WEFT_VERSION_CODE, libraryVersion);
   std::printf("# Collective test starting: %s\n", programName);
@@ -47,6 +47,10 @@ void printPreamble(const char* programName, int libraryVersion, const Options& o
   for (const RankInfo& r : ranks) {
     std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [cpu] CPU\n", r.rank, 0, r.pid,
                 r.host.c_str(), r.device);
+  }
+  if (o.deviceMemory) {
+    std::printf("#  Buffers in device memory, rank 0 on %s (rank r on GPU r %% count), %s calls\n",
+                device.c_str(), o.onStream ? "stream-ordered" : "blocking/request");
   }
 
   const char* time = o.reportCpuTime ? "cputime" : "time";

@@ -23,8 +23,9 @@ struct RankInfo {
 std::string formatValue(double value, int width);
 
 // Everything up to and including the table header. Rank 0 prints it once.
+// `device` names rank 0's GPU with -M device (empty otherwise).
 void printPreamble(const char* programName, int libraryVersion, const Options& options,
-                   const std::vector<RankInfo>& ranks);
+                   const std::vector<RankInfo>& ranks, const std::string& device);
 
 // One table row: the prefix, then one variant for out-of-place and one for in-place, then the end.
 void printRowPrefix(size_t bytes, size_t count, const char* typeName, const char* opName, int root);

@@ -16,16 +16,30 @@ void initData(const InitArgs& a) {
   fillPattern(a.expected, a.counts.recv, a.type, mixSeed(a.seed, uint64_t(from)), 0);
 }
 
+// Posts both halves of the ring: the stream-ordered forms with -s 1, else with requests (or
+// blocking when there are none).
+weftResult_t post(const RunArgs& a, int to, int from) {
+#ifdef WEFT_HAVE_CUDA
+  if (a.stream) {
+    const weftResult_t sent = weftSendOnStream(a.send, a.count, a.type, to, a.comm, a.stream);
+    if (sent != weftSuccess) return sent;
+    return weftRecvOnStream(a.recv, a.count, a.type, from, a.comm, a.stream);
+  }
+#endif
+  weftRequest_t* sendRequest = a.requests ? &a.requests[0] : nullptr;
+  weftRequest_t* recvRequest = a.requests ? &a.requests[1] : nullptr;
+  const weftResult_t sent = weftSend(a.send, a.count, a.type, to, a.comm, sendRequest);
+  if (sent != weftSuccess) return sent;
+  return weftRecv(a.recv, a.count, a.type, from, a.comm, recvRequest);
+}
+
 // The group lets both directions progress together: every rank sends and receives at once.
 weftResult_t run(const RunArgs& a) {
   const int to = (a.rank + 1) % a.nranks;
   const int from = (a.rank - 1 + a.nranks) % a.nranks;
-  weftRequest_t* sendRequest = a.requests ? &a.requests[0] : nullptr;
-  weftRequest_t* recvRequest = a.requests ? &a.requests[1] : nullptr;
   weftResult_t result = weftGroupStart();
   if (result != weftSuccess) return result;
-  result = weftSend(a.send, a.count, a.type, to, a.comm, sendRequest);
-  if (result == weftSuccess) result = weftRecv(a.recv, a.count, a.type, from, a.comm, recvRequest);
+  result = post(a, to, from);
   const weftResult_t ended = weftGroupEnd();
   return result != weftSuccess ? result : ended;
 }

@@ -102,13 +102,22 @@ typedef struct weftConfig_v1 {
   const char* hostId;    /* override the host identity (WEFT_HOSTID) */
   const char* commName;  /* a label printed in log lines and error messages */
   int checkMode;         /* 1: ranks compare each collective's arguments first (WEFT_CHECK) */
+  int buffers;           /* WEFT_BUFFERS_*: where call buffers live (WEFT_BUFFERS) */
 } weftConfig_t;
+
+/* weftConfig_t.buffers. AUTO asks the GPU runtime for each call's buffers, but only in a
+ * process that has loaded the CUDA driver; a process that never has gets host memory without
+ * weft touching the driver. HOST and DEVICE declare it instead (no lookup; DEVICE for memory the
+ * lookup cannot classify). */
+#define WEFT_BUFFERS_AUTO 0
+#define WEFT_BUFFERS_HOST 1
+#define WEFT_BUFFERS_DEVICE 2
 
 #define WEFT_CONFIG_INITIALIZER                                                        \
   {                                                                                    \
     sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE, WEFT_CONFIG_UNDEF_INT, \
         WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_PTR,           \
-        WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_INT                                   \
+        WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_INT            \
   }
 
 /* ---- Version, errors ---------------------------------------------------------------------- */
@@ -214,6 +223,51 @@ WEFT_API weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_
                                int peer, weftComm_t comm, weftRequest_t* request);
 WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
                                weftComm_t comm, weftRequest_t* request);
+
+/* ---- Device (CUDA) buffers and stream-ordered calls ---------------------------------------
+ * Every call above accepts device pointers (cudaMalloc memory; weftConfig_t.buffers says how
+ * weft tells them from host memory). Both buffers of a call must live in the same kind of
+ * memory, on every rank of the call (check mode catches ranks that differ), and device buffers
+ * of one communicator on one GPU. A blocking call returns when the
+ * result is in device memory; as with CUDA-aware MPI, its input must be ready when it is made
+ * (synchronise the stream that produced it first).
+ *
+ * The calls below are NCCL's stream-ordered form: `stream` is a cudaStream_t (passed as a
+ * void*, so host-only code needs no CUDA header; NULL is the legacy default stream). The call
+ * is queued behind the work already on the stream and returns at once; work queued on the
+ * stream afterwards waits for its result. Errors of the call itself (arguments) are returned;
+ * a failure while it runs (a dead peer, a timeout) releases the stream, leaves the result
+ * undefined and is reported by weftCommGetAsyncError and by the communicator's later calls.
+ * Inside weftGroupStart/End they join the group like the other calls. In a weft built
+ * without CUDA they return weftInvalidUsage.                                                   */
+
+WEFT_API weftResult_t weftAllReduceOnStream(const void* sendbuff, void* recvbuff, size_t count,
+                                            weftDataType_t datatype, weftRedOp_t op,
+                                            weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftBroadcastOnStream(const void* sendbuff, void* recvbuff, size_t count,
+                                            weftDataType_t datatype, int root, weftComm_t comm,
+                                            void* stream);
+WEFT_API weftResult_t weftReduceOnStream(const void* sendbuff, void* recvbuff, size_t count,
+                                         weftDataType_t datatype, weftRedOp_t op, int root,
+                                         weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftAllGatherOnStream(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                            weftDataType_t datatype, weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftReduceScatterOnStream(const void* sendbuff, void* recvbuff,
+                                                size_t recvcount, weftDataType_t datatype,
+                                                weftRedOp_t op, weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftAlltoAllOnStream(const void* sendbuff, void* recvbuff, size_t count,
+                                           weftDataType_t datatype, weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftGatherOnStream(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                         weftDataType_t datatype, int root, weftComm_t comm,
+                                         void* stream);
+WEFT_API weftResult_t weftScatterOnStream(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                          weftDataType_t datatype, int root, weftComm_t comm,
+                                          void* stream);
+WEFT_API weftResult_t weftBarrierOnStream(weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftSendOnStream(const void* sendbuff, size_t count, weftDataType_t datatype,
+                                       int peer, weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftRecvOnStream(void* recvbuff, size_t count, weftDataType_t datatype,
+                                       int peer, weftComm_t comm, void* stream);
 
 /* Calls made between GroupStart and GroupEnd (on this thread) are collected and issued together at
  * GroupEnd: point-to-point calls of a group progress concurrently, collectives in issue order.

@@ -6,31 +6,18 @@
 namespace weft::api {
 namespace {
 
-weftResult_t issue(const char* fn, weftComm_t comm, const RawCall& call,
-                   weftRequest_t* request) {
+weftResult_t issue(const char* fn, weftComm_t comm, const RawCall& call, weftRequest_t* request) {
   if (request != nullptr) *request = nullptr;
-  CommGuard guard(comm);
-  if (!guard.valid()) {
-    return report(nullptr, invalidArgument(std::string(fn) +
-                                           ": comm is not a live communicator (NULL, "
-                                           "destroyed or aborted)"));
-  }
-  CollArgs args;
-  Status checked = checkCall(fn, *comm, call, &args);
-  if (!checked.isOk()) return report(comm, checked);
-  return submit(comm, args, request);
-}
-
-RawCall call(CollType coll, const void* send, void* recv, size_t count,
-             const weftDataType_t& type, const weftRedOp_t& op, int root) {
-  return RawCall{coll, send, recv, count, rawEnum(type), rawEnum(op), root};
+  return issueChecked(fn, comm, call, [request](weftComm* live, const CollArgs& args) {
+    return submit(live, args, request);
+  });
 }
 
 }  // namespace
 }  // namespace weft::api
 
 using weft::CollType;
-using weft::api::call;
+constexpr auto call = weft::api::rawCall;
 using weft::api::issue;
 
 extern "C" {
@@ -50,9 +37,8 @@ weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                request);
 }
 
-weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count,
-                        weftDataType_t datatype, weftRedOp_t op, int root, weftComm_t comm,
-                        weftRequest_t* request) {
+weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                        weftRedOp_t op, int root, weftComm_t comm, weftRequest_t* request) {
   return issue("weftReduce", comm,
                call(CollType::kReduce, sendbuff, recvbuff, count, datatype, op, root), request);
 }
@@ -75,8 +61,7 @@ weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
 weftResult_t weftAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           weftDataType_t datatype, weftComm_t comm, weftRequest_t* request) {
   return issue("weftAlltoAll", comm,
-               call(CollType::kAlltoAll, sendbuff, recvbuff, count, datatype, weftSum, 0),
-               request);
+               call(CollType::kAlltoAll, sendbuff, recvbuff, count, datatype, weftSum, 0), request);
 }
 
 weftResult_t weftGather(const void* sendbuff, void* recvbuff, size_t sendcount,
@@ -112,7 +97,11 @@ weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int
                call(CollType::kRecv, nullptr, recvbuff, count, datatype, weftSum, peer), request);
 }
 
-weftResult_t weftGroupStart(void) { return weft::api::groupStart(); }
-weftResult_t weftGroupEnd(void) { return weft::api::groupEnd(); }
+weftResult_t weftGroupStart(void) {
+  return weft::api::groupStart();
+}
+weftResult_t weftGroupEnd(void) {
+  return weft::api::groupEnd();
+}
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/buffer_kind.h"
 #include "reduce/reduce.h"
 
 namespace weft::api {
@@ -54,29 +55,9 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
     return Status::ok();
   }
 
-  const bool isRoot = comm.rank == args.root;
-  bool needSend = true;
-  bool needRecv = true;
-  switch (args.coll) {
-    case CollType::kBroadcast:
-      needSend = isRoot;
-      break;
-    case CollType::kReduce:
-    case CollType::kGather:
-      needRecv = isRoot;
-      break;
-    case CollType::kScatter:
-      needSend = isRoot;
-      break;
-    case CollType::kSend:
-      needRecv = false;
-      break;
-    case CollType::kRecv:
-      needSend = false;
-      break;
-    default:
-      break;
-  }
+  const CallExtents extents = callExtents(args, comm.nranks, comm.rank);
+  const bool needSend = extents.sendBytes > 0;
+  const bool needRecv = extents.recvBytes > 0;
   auto missing = [&](const char* buffer) {
     return invalidArgument(std::string(fn) + ": " + buffer + " is NULL but count is " +
                            std::to_string(args.count));
@@ -85,6 +66,11 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
   if (needRecv && args.recv == nullptr) return missing("recvbuff");
   *out = args;
   return Status::ok();
+}
+
+Status checkAndClassify(const char* fn, weftComm* comm, const RawCall& call, CollArgs* args) {
+  WEFT_TRY(checkCall(fn, *comm, call, args));
+  return device::classifyBuffers(fn, comm, args);
 }
 
 }  // namespace weft::api

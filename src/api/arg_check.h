@@ -32,8 +32,17 @@ int rawEnum(const Enum& value) {
   return raw;
 }
 
+inline RawCall rawCall(CollType coll, const void* send, void* recv, size_t count,
+                       const weftDataType_t& type, const weftRedOp_t& op, int root) {
+  return RawCall{coll, send, recv, count, rawEnum(type), rawEnum(op), root};
+}
+
 // Checks a call's datatype, op, root/peer, buffers and sizes against the communicator and, when
 // they are valid, fills *args. `fn` is the public name used in messages ("weftAllReduce").
 Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, CollArgs* args);
+
+// checkCall, then where the buffers live (cuda/buffer_kind.h): everything a call is checked for
+// before it is submitted.
+Status checkAndClassify(const char* fn, weftComm* comm, const RawCall& call, CollArgs* args);
 
 }  // namespace weft::api

@@ -3,6 +3,8 @@
 #include <vector>
 
 #include "api/handles.h"
+#include "cuda/buffer_kind.h"
+#include "cuda/stream_order.h"
 
 namespace weft::api {
 namespace {
@@ -14,6 +16,11 @@ struct GroupedCalls {
   std::shared_ptr<Completion> completion;
   bool someoneBlocks = false;
   std::shared_ptr<Executor> executor;  // set when issued; outlives a concurrent destroy
+  // Stream-ordered calls of the group: their streams and the inputs-ready events recorded on
+  // them; the group is released on all of them together.
+  device::GpuState* gpu = nullptr;
+  std::vector<device::Stream> streams;
+  std::vector<device::Event> inputs;
 };
 
 struct GroupState {
@@ -61,6 +68,27 @@ weftResult_t submit(weftComm* comm, const CollArgs& args, weftRequest_t* request
   return weftSuccess;
 }
 
+weftResult_t submitOnStream(weftComm* comm, const char* fn, const CollArgs& args, void* stream) {
+  device::GpuState* gpu = nullptr;
+  Status status = device::gpuStateFor(comm, fn, &gpu);
+  device::Event inputs = nullptr;
+  if (status.isOk()) status = device::recordInputs(gpu, stream, fn, &inputs);
+  if (!status.isOk()) return report(comm, status);
+  if (tGroup.depth > 0) {
+    GroupedCalls& grouped = groupFor(comm);
+    grouped.calls.push_back(args);
+    grouped.gpu = gpu;
+    grouped.streams.push_back(stream);
+    grouped.inputs.push_back(inputs);
+    return weftSuccess;
+  }
+  if (comm->failed.load()) {
+    gpu->api()->eventDestroy(inputs);
+    return report(comm, commFailure(comm));
+  }
+  return report(comm, device::enqueueOrdered(comm, gpu, Op::call(args), {stream}, {inputs}));
+}
+
 weftResult_t groupStart() {
   ++tGroup.depth;
   return weftSuccess;
@@ -88,12 +116,20 @@ weftResult_t groupEnd() {
     CommGuard guard(grouped.comm);
     if (!guard.valid()) {
       Status gone = invalidArgument("weftGroupEnd: a communicator was destroyed inside the group");
+      for (device::Event event : grouped.inputs) device::deviceApi()->eventDestroy(event);
       grouped.completion->complete(gone);
       note(nullptr, gone);
       continue;
     }
     grouped.executor = grouped.comm->executor;
-    grouped.executor->enqueue(Op::grouped(std::move(grouped.calls), grouped.completion));
+    Op op = Op::grouped(std::move(grouped.calls), grouped.completion);
+    if (grouped.gpu == nullptr) {
+      grouped.executor->enqueue(std::move(op));
+      continue;
+    }
+    Status ordered = device::enqueueOrdered(grouped.comm, grouped.gpu, std::move(op),
+                                            grouped.streams, std::move(grouped.inputs));
+    note(grouped.comm, ordered);
   }
   for (GroupedCalls& grouped : comms) {
     if (!grouped.someoneBlocks || !grouped.executor) continue;

@@ -17,7 +17,7 @@ struct CallSummary {
   uint32_t type = 0;
   uint32_t op = 0;
   int32_t root = 0;
-  uint32_t reserved = 0;
+  uint32_t device = 0;  // the first collective's buffers are device memory
   uint64_t count = 0;
   uint64_t seq = 0;     // the first collective's sequence number on this communicator
   uint64_t digest = 0;  // every collective of the operation, for groups
@@ -51,9 +51,11 @@ CallSummary summarize(const Op& op, uint64_t nextSeq) {
       summary.root = effectiveRoot;
       summary.count = call.count;
       summary.seq = nextSeq;
+      summary.device = call.deviceBuffers ? 1 : 0;
     }
-    for (uint64_t value : {uint64_t(call.coll), uint64_t(call.type), uint64_t(effectiveOp),
-                           uint64_t(uint32_t(effectiveRoot)), uint64_t(call.count)}) {
+    for (uint64_t value :
+         {uint64_t(call.coll), uint64_t(call.type), uint64_t(effectiveOp),
+          uint64_t(uint32_t(effectiveRoot)), uint64_t(call.count), uint64_t(call.deviceBuffers)}) {
       mixInto(&summary.digest, value);
     }
   }
@@ -68,12 +70,13 @@ std::string describe(const CallSummary& s) {
                      reduce::typeName(static_cast<weftDataType_t>(s.type));
   if (usesOp(coll)) text += std::string(", ") + reduce::opName(static_cast<weftRedOp_t>(s.op));
   if (usesRoot(coll)) text += ", root " + std::to_string(s.root);
+  if (s.device) text += ", device memory";
   return text + ")" + seq;
 }
 
 bool sameFirstCall(const CallSummary& a, const CallSummary& b) {
   return a.coll == b.coll && a.type == b.type && a.op == b.op && a.root == b.root &&
-         a.count == b.count && a.seq == b.seq;
+         a.count == b.count && a.seq == b.seq && a.device == b.device;
 }
 
 // Every rank sees every summary, so each finds the same first disagreement and words it alike.

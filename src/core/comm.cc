@@ -9,6 +9,7 @@
 
 #include "algos/algo_context.h"
 #include "core/log.h"
+#include "cuda/gpu_state.h"
 #include "topo/host_id.h"
 #include "topo/machine.h"
 #include "topo/process_state.h"

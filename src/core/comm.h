@@ -20,14 +20,17 @@
 
 namespace weft {
 class OpResources;
+namespace device {
+class GpuState;
 }
+}  // namespace weft
 
 struct weftComm {
   int rank = 0;
   int nranks = 0;
   weft::CommConfig config;
   std::vector<weft::PeerInfo> peers;
-  int nodes = 1;        // distinct host identities
+  int nodes = 1;                         // distinct host identities
   std::string networkTransport = "tcp";  // what carries the peers of other hosts: tcp or rdma
   int localRanks = 1;   // ranks on this rank's host that it reaches through shared memory
   weft::Layout layout;  // what the tuner's choices depend on
@@ -45,6 +48,11 @@ struct weftComm {
   // Plans already chosen, by (collective, datatype, count): the choice is computed and logged
   // once per distinct call shape.
   std::unordered_map<uint64_t, weft::Plan> plans;
+
+  // The GPU side, made by the first call with device buffers or a stream (cuda/gpu_state.h);
+  // a communicator that never sees either never touches a GPU runtime.
+  std::mutex gpuMutex;
+  std::unique_ptr<weft::device::GpuState> gpu;
 
   // Set once an operation fails for a reason that leaves the connections unusable.
   std::mutex failureMutex;

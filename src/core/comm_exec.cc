@@ -8,6 +8,7 @@
 #include "core/call_check.h"
 #include "core/comm.h"
 #include "core/log.h"
+#include "cuda/device_op.h"
 #include "reduce/reduce.h"
 #include "tune/select.h"
 
@@ -120,7 +121,10 @@ Status executeOp(weftComm* comm, const Op& op) {
       return checked;
     }
   }
-  Status result = runCalls(comm, op);
+  Status result =
+      device::needsDevice(op)
+          ? device::runDeviceOp(comm, op, [comm](const Op& host) { return runCalls(comm, host); })
+          : runCalls(comm, op);
   comm->fabric->operationDone();
   // Any failure during execution leaves connections in an unknown state (half-sent messages),
   // so the communicator is failed for good; argument errors never get this far.

@@ -77,6 +77,15 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
       }
       out->checkMode = config->checkMode == 1;
     }
+    if (WEFT_HAS_FIELD(config, buffers) && config->buffers != WEFT_CONFIG_UNDEF_INT) {
+      if (config->buffers < WEFT_BUFFERS_AUTO || config->buffers > WEFT_BUFFERS_DEVICE) {
+        return invalidArgument(
+            "config.buffers must be WEFT_BUFFERS_AUTO, WEFT_BUFFERS_HOST or WEFT_BUFFERS_DEVICE, "
+            "got " +
+            std::to_string(config->buffers));
+      }
+      out->buffers = config->buffers;
+    }
   }
 
   if (env::isSet("WEFT_TIMEOUT")) {
@@ -107,6 +116,17 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
     int64_t check = env::getInt("WEFT_CHECK");
     if (check != 0 && check != 1) return invalidArgument("WEFT_CHECK must be 0 or 1");
     out->checkMode = check == 1;
+  }
+  if (auto buffers = env::get("WEFT_BUFFERS")) {
+    if (*buffers == "auto") {
+      out->buffers = WEFT_BUFFERS_AUTO;
+    } else if (*buffers == "host") {
+      out->buffers = WEFT_BUFFERS_HOST;
+    } else if (*buffers == "device") {
+      out->buffers = WEFT_BUFFERS_DEVICE;
+    } else {
+      return invalidArgument("WEFT_BUFFERS must be auto, host or device, got '" + *buffers + "'");
+    }
   }
   out->spinMicros = env::getInt("WEFT_SPIN_US");
   int64_t sliceBytes = env::getInt("WEFT_SLICE_BYTES");

@@ -17,8 +17,9 @@ struct CommConfig {
   std::string transport;  // "" = automatic
   std::string hostId;     // "" = detect
   std::string commName;
-  bool checkMode = false;   // compare every collective's arguments across ranks before running it
-  int64_t spinMicros = -1;  // -1 = decide from the layout
+  bool checkMode = false;  // compare every collective's arguments across ranks before running it
+  int buffers = WEFT_BUFFERS_AUTO;  // where call buffers live (cuda/buffer_kind.h)
+  int64_t spinMicros = -1;          // -1 = decide from the layout
   size_t sliceBytes = 512 * 1024;
   size_t shmWindowBytes = 8 << 20;
   size_t shmCrossMemoryMinBytes = 64 << 10;

@@ -21,6 +21,10 @@ constexpr Variable kVariables[] = {
      "Force algorithms, e.g. 'ring', 'allreduce=ring,broadcast=chain', or per size range "
      "'allreduce:0-16K=tree,allreduce:16K-=ring' (bytes of the call's count; names: "
      "docs/ALGORITHMS.md). Sizes no rule covers stay with the tuner."},
+    {"WEFT_BUFFERS", "auto",
+     "Where call buffers live: auto (a process that has loaded the CUDA driver asks it about "
+     "each call's buffers; any other process's are host memory), host (never ask), or device "
+     "(every non-empty buffer is GPU memory; for memory the lookup cannot classify)."},
     {"WEFT_CHECK", "0",
      "1: before each collective the ranks compare its arguments (collective, count, datatype, "
      "op, root) and a mismatch fails the call on every rank with weftInvalidUsage instead of "

@@ -25,6 +25,9 @@
 #include "core/status.h"
 
 namespace weft {
+namespace device {
+struct StreamOrder;  // cuda/gpu_state.h
+}
 
 // One call, or a group's calls on one communicator. A single call is held inline, so the
 // common case allocates nothing.
@@ -32,6 +35,8 @@ struct Op {
   CollArgs single;
   std::vector<CollArgs> group;  // empty for a single call
   std::shared_ptr<Completion> completion;
+  // Stream-ordered calls: the caller streams' readiness and their release (cuda/gpu_state.h).
+  std::shared_ptr<device::StreamOrder> streamOrder;
 
   static Op call(const CollArgs& args) {
     Op op;

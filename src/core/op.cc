@@ -1,5 +1,7 @@
 #include "core/op.h"
 
+#include "reduce/reduce.h"
+
 namespace weft {
 
 const char* collName(CollType coll) {
@@ -32,6 +34,37 @@ const char* collName(CollType coll) {
 
 bool isPointToPoint(CollType coll) {
   return coll == CollType::kSend || coll == CollType::kRecv;
+}
+
+CallExtents callExtents(const CollArgs& args, int nranks, int rank) {
+  const size_t one = args.count * reduce::typeSize(args.type);
+  const size_t all = one * static_cast<size_t>(nranks);
+  const bool root = rank == args.root;
+  switch (args.coll) {
+    case CollType::kAllReduce:
+      return {one, one};
+    case CollType::kBroadcast:
+      return {root ? one : 0, one};
+    case CollType::kReduce:
+      return {one, root ? one : 0};
+    case CollType::kAllGather:
+      return {one, all};
+    case CollType::kReduceScatter:
+      return {all, one};
+    case CollType::kAlltoAll:
+      return {all, all};
+    case CollType::kGather:
+      return {one, root ? all : 0};
+    case CollType::kScatter:
+      return {root ? all : 0, one};
+    case CollType::kSend:
+      return {one, 0};
+    case CollType::kRecv:
+      return {0, one};
+    case CollType::kBarrier:
+      break;
+  }
+  return {};
 }
 
 }  // namespace weft

@@ -34,6 +34,18 @@ struct CollArgs {
   weftDataType_t type = weftUint8;
   weftRedOp_t op = weftSum;
   int root = 0;  // root, or the peer of Send/Recv
+  // Where the buffers live (set by the API layer, cuda/buffer_kind.h): device buffers run
+  // through cuda/device_op.h, on GPU `device`.
+  bool deviceBuffers = false;
+  int device = -1;
 };
+
+// What a call reads from its send buffer and writes to its receive buffer on `rank`, in bytes
+// (0 where the rank does not use that buffer: a broadcast's send buffer off the root, say).
+struct CallExtents {
+  size_t sendBytes = 0;
+  size_t recvBytes = 0;
+};
+CallExtents callExtents(const CollArgs& args, int nranks, int rank);
 
 }  // namespace weft

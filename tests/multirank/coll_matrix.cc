@@ -127,15 +127,15 @@ class Runner {
         }
         if (c.coll == Coll::kAllReduce) {
           call = [&, s, r](weftRequest_t* q) {
-            return weftAllReduce(s, r, c.count, c.type, c.op, comm_, q);
+            return weftAllReduce(dev(s), dev(r), c.count, c.type, c.op, comm_, q);
           };
         } else if (c.coll == Coll::kBroadcast) {
           call = [&, s, r](weftRequest_t* q) {
-            return weftBroadcast(s, r, c.count, c.type, c.root, comm_, q);
+            return weftBroadcast(dev(s), dev(r), c.count, c.type, c.root, comm_, q);
           };
         } else {
           call = [&, s, r](weftRequest_t* q) {
-            return weftReduce(s, r, c.count, c.type, c.op, c.root, comm_, q);
+            return weftReduce(dev(s), dev(r), c.count, c.type, c.op, c.root, comm_, q);
           };
         }
         break;
@@ -156,11 +156,11 @@ class Runner {
         }
         if (c.coll == Coll::kAllGather) {
           call = [&, src, r](weftRequest_t* q) {
-            return weftAllGather(src, r, c.count, c.type, comm_, q);
+            return weftAllGather(dev(src), dev(r), c.count, c.type, comm_, q);
           };
         } else {
           call = [&, src, r](weftRequest_t* q) {
-            return weftGather(src, r, c.count, c.type, c.root, comm_, q);
+            return weftGather(dev(src), dev(r), c.count, c.type, c.root, comm_, q);
           };
         }
         break;
@@ -196,15 +196,15 @@ class Runner {
         resultBuffer_ = dst;
         if (c.coll == Coll::kReduceScatter) {
           call = [&, s, dst](weftRequest_t* q) {
-            return weftReduceScatter(s, dst, c.count, c.type, c.op, comm_, q);
+            return weftReduceScatter(dev(s), dev(dst), c.count, c.type, c.op, comm_, q);
           };
         } else if (c.coll == Coll::kScatter) {
           call = [&, s, dst](weftRequest_t* q) {
-            return weftScatter(s, dst, c.count, c.type, c.root, comm_, q);
+            return weftScatter(dev(s), dev(dst), c.count, c.type, c.root, comm_, q);
           };
         } else {
           call = [&, s, dst](weftRequest_t* q) {
-            return weftAlltoAll(s, dst, c.count, c.type, comm_, q);
+            return weftAlltoAll(dev(s), dev(dst), c.count, c.type, comm_, q);
           };
         }
         break;
@@ -222,8 +222,8 @@ class Runner {
           storeValue(c.type, expected_.data(), i, input(prev, i));
         call = [&, s, r, next, prev](weftRequest_t* q) {
           weftGroupStart();
-          weftResult_t sent = weftSend(s, c.count, c.type, next, comm_, nullptr);
-          weftResult_t received = weftRecv(r, c.count, c.type, prev, comm_, q);
+          weftResult_t sent = weftSend(dev(s), c.count, c.type, next, comm_, nullptr);
+          weftResult_t received = weftRecv(dev(r), c.count, c.type, prev, comm_, q);
           weftResult_t ended = weftGroupEnd();
           return sent != weftSuccess ? sent : received != weftSuccess ? received : ended;
         };
@@ -233,7 +233,7 @@ class Runner {
     void* result = resultBuffer_ != nullptr ? resultBuffer_ : r;
     resultBuffer_ = nullptr;
     ++result_.calls;
-    weftResult_t status = issue(call);
+    weftResult_t status = options_.device ? issueOnDevice(call) : issue(call);
     if (status != weftSuccess) {
       fail(c,
            std::string("returned ") + weftGetErrorString(status) + ": " + weftGetLastError(comm_));
@@ -249,6 +249,32 @@ class Runner {
       }
     }
     return true;
+  }
+
+  // The device twin of a host image address (the address itself without device memory).
+  void* dev(const void* host) const {
+    if (!options_.device || host == nullptr) return const_cast<void*>(host);
+    const auto* address = static_cast<const std::byte*>(host);
+    if (address >= send_.data() && address < send_.data() + send_.size()) {
+      return static_cast<std::byte*>(deviceSend_) + (address - send_.data());
+    }
+    return static_cast<std::byte*>(deviceRecv_) + (address - recv_.data());
+  }
+
+  // Uploads the host images to device twins, runs the call on the twins, and downloads them.
+  weftResult_t issueOnDevice(const std::function<weftResult_t(weftRequest_t*)>& call) {
+    DeviceMemory& device = *options_.device;
+    deviceSend_ = device.allocate(send_.size());
+    deviceRecv_ = device.allocate(recv_.size());
+    device.upload(deviceSend_, send_.data(), send_.size());
+    device.upload(deviceRecv_, recv_.data(), recv_.size());
+    weftResult_t status = issue(call);
+    device.download(send_.data(), deviceSend_, send_.size());
+    device.download(recv_.data(), deviceRecv_, recv_.size());
+    device.release(deviceSend_);
+    device.release(deviceRecv_);
+    deviceSend_ = deviceRecv_ = nullptr;
+    return status;
   }
 
   weftResult_t issue(const std::function<weftResult_t(weftRequest_t*)>& call) {
@@ -276,6 +302,8 @@ class Runner {
   int nranks_ = 1;
   std::vector<std::byte> send_, recv_, expected_;
   void* resultBuffer_ = nullptr;
+  void* deviceSend_ = nullptr;
+  void* deviceRecv_ = nullptr;
   MatrixResult result_;
 };
 

@@ -30,12 +30,24 @@ enum class Coll {
 const char* collLabel(Coll coll);
 std::vector<Coll> allColls();
 
+// Device memory for the matrix (a GPU runtime's, or a fake's): the runner keeps host images of
+// its buffers, as always, and runs each call on device twins of them.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* device) = 0;
+  virtual void upload(void* device, const void* host, size_t bytes) = 0;
+  virtual void download(void* host, const void* device, size_t bytes) = 0;
+};
+
 struct MatrixOptions {
   std::vector<Coll> colls = allColls();
   std::vector<weftDataType_t> types;  // empty: all ten
   std::vector<weftRedOp_t> ops;       // empty: all five
   std::vector<size_t> counts;         // empty: sizeClasses(nranks)
   bool nonBlocking = false;           // issue with a request, then weftWait
+  DeviceMemory* device = nullptr;     // run the calls on device buffers
   // Random mode: called after each call with the number of calls made so far (soak checks).
   std::function<void(int)> afterCall;
 };

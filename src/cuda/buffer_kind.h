@@ -1,0 +1,21 @@
+// Which memory a call's buffers live in, decided once per call in the API layer, and the
+// communicator's GPU state that device buffers and streams need.
+#pragma once
+
+#include "core/comm.h"
+#include "core/op.h"
+#include "core/status.h"
+#include "cuda/gpu_state.h"
+
+namespace weft::device {
+
+// Sets args->deviceBuffers and args->device for a checked call (config.buffers decides how, see
+// weftConfig_t.buffers) and binds the communicator to that GPU. Both used buffers must be the
+// same kind of memory, on the same GPU; errors name the function and the buffer.
+Status classifyBuffers(const char* fn, weftComm* comm, CollArgs* args);
+
+// The communicator's GPU state, made on first use; an error naming fn where this weft has no
+// GPU runtime.
+Status gpuStateFor(weftComm* comm, const char* fn, GpuState** out);
+
+}  // namespace weft::device
