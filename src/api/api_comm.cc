@@ -57,10 +57,11 @@ Status initFromEnvironment(const weftConfig_t* config, weftComm** out) {
   if (root) root->stop();
   WEFT_TRY(created);
   if (!info.secretFromEnv && (*out)->nodes > 1 && info.rank == 0) {
-    WEFT_WARN("ranks span %d hosts but WEFT_SECRET is not set: connections are authenticated "
-              "with a secret derived from the job's identity, which stops accidents, not "
-              "attackers. Set WEFT_SECRET to a private value on every rank.",
-              (*out)->nodes);
+    WEFT_WARN(
+        "ranks span %d hosts but WEFT_SECRET is not set: connections are authenticated "
+        "with a secret derived from the job's identity, which stops accidents, not "
+        "attackers. Set WEFT_SECRET to a private value on every rank.",
+        (*out)->nodes);
   }
   return Status::ok();
 }
@@ -70,7 +71,8 @@ Status initFromEnvironment(const weftConfig_t* config, weftComm** out) {
 extern "C" {
 
 weftResult_t weftGetVersion(int* version) {
-  if (version == nullptr) return report(nullptr, weft::invalidArgument("weftGetVersion: version is NULL"));
+  if (version == nullptr)
+    return report(nullptr, weft::invalidArgument("weftGetVersion: version is NULL"));
   *version = WEFT_VERSION_CODE;
   return weftSuccess;
 }
@@ -78,20 +80,32 @@ weftResult_t weftGetVersion(int* version) {
 const char* weftGetErrorString(weftResult_t result) {
   // Any int may arrive from C; switch on its bits rather than on an enum-typed load.
   switch (weft::api::rawEnum(result)) {
-    case weftSuccess: return "no error";
-    case weftSystemError: return "unhandled system error (see the last-error text)";
-    case weftInternalError: return "internal error - please report this issue";
-    case weftInvalidArgument: return "invalid argument (see the last-error text)";
-    case weftInvalidUsage: return "invalid usage (see the last-error text)";
-    case weftRemoteError: return "remote process exited or there was a network error";
-    case weftInProgress: return "operation in progress";
-    case weftTimeout: return "timed out";
-    case weftAborted: return "communicator aborted";
-    default: return "unknown result code";
+    case weftSuccess:
+      return "no error";
+    case weftSystemError:
+      return "unhandled system error (see the last-error text)";
+    case weftInternalError:
+      return "internal error - please report this issue";
+    case weftInvalidArgument:
+      return "invalid argument (see the last-error text)";
+    case weftInvalidUsage:
+      return "invalid usage (see the last-error text)";
+    case weftRemoteError:
+      return "remote process exited or there was a network error";
+    case weftInProgress:
+      return "operation in progress";
+    case weftTimeout:
+      return "timed out";
+    case weftAborted:
+      return "communicator aborted";
+    default:
+      return "unknown result code";
   }
 }
 
-const char* weftGetLastError(weftComm_t comm) { return weft::api::lastError(comm); }
+const char* weftGetLastError(weftComm_t comm) {
+  return weft::api::lastError(comm);
+}
 
 weftResult_t weftGetUniqueId(weftUniqueId* uniqueId) {
   if (uniqueId == nullptr) {
@@ -111,9 +125,9 @@ weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId c
                                                  std::to_string(nranks) + " must be >= 1"));
   }
   if (rank < 0 || rank >= nranks) {
-    return report(nullptr, weft::invalidArgument("weftCommInitRank: rank " +
-                                                 std::to_string(rank) + " is out of range [0, " +
-                                                 std::to_string(nranks) + ")"));
+    return report(nullptr,
+                  weft::invalidArgument("weftCommInitRank: rank " + std::to_string(rank) +
+                                        " is out of range [0, " + std::to_string(nranks) + ")"));
   }
   weft::bootstrap::UniqueIdContents id;
   Status status = weft::bootstrap::decodeUniqueId(commId, &id);
@@ -164,7 +178,8 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
 
 weftResult_t weftCommDestroy(weftComm_t comm) {
   if (!weft::api::retireComm(comm, [] {})) {
-    return report(nullptr, weft::invalidArgument("weftCommDestroy: comm is not a live communicator"));
+    return report(nullptr,
+                  weft::invalidArgument("weftCommDestroy: comm is not a live communicator"));
   }
   weft::releaseComm(comm, true);
   return weftSuccess;

@@ -3,9 +3,9 @@
 
 #include <memory>
 
-#include "core/comm.h"
 #include "api/arg_check.h"
 #include "api/handles.h"
+#include "core/comm.h"
 #include "core/completion.h"
 #include "core/op.h"
 

@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -105,11 +106,17 @@ Status runDirectAllReduce(weftComm* comm, const CollArgs& call, const StreamWait
 
   const int n = comm->nranks;
   const size_t typeSize = reduce::typeSize(call.type);
-  const size_t base = call.count / static_cast<size_t>(n);
-  const size_t extra = call.count % static_cast<size_t>(n);
-  const size_t first = base * static_cast<size_t>(comm->rank) +
-                       std::min<size_t>(static_cast<size_t>(comm->rank), extra);
-  const size_t share = base + (static_cast<size_t>(comm->rank) < extra ? 1 : 0);
+  // Shares start on 64-byte boundaries, so that aligned buffers give aligned shares (the kernel
+  // then moves 16 bytes per access).
+  const size_t unit = 64 / typeSize;
+  const size_t units = (call.count + unit - 1) / unit;
+  const size_t rank = static_cast<size_t>(comm->rank);
+  const size_t perRank = units / static_cast<size_t>(n);
+  const size_t extra = units % static_cast<size_t>(n);
+  const size_t firstUnit = perRank * rank + std::min(rank, extra);
+  const size_t shareUnits = perRank + (rank < extra ? 1 : 0);
+  const size_t first = std::min(call.count, firstUnit * unit);
+  const size_t share = std::min(call.count, (firstUnit + shareUnits) * unit) - first;
 
   std::vector<const void*> srcs(static_cast<size_t>(n));
   std::vector<void*> dsts(static_cast<size_t>(n));

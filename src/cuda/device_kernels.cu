@@ -40,10 +40,11 @@ __device__ A combine(int op, A a, A b) {
   switch (op) {
     case weftProd:
       return a * b;
+    // A NaN operand gives NaN, as on the host (a != a only for a NaN; never for integers).
     case weftMax:
-      return a > b ? a : b;
+      return (a > b || a != a) ? a : b;
     case weftMin:
-      return a < b ? a : b;
+      return (a < b || a != a) ? a : b;
     default:
       return a + b;  // sum and avg
   }
@@ -61,28 +62,69 @@ __device__ double average(double sum, int divisor) {
 }
 
 template <typename T>
-__global__ void reduceKernel(ReduceLaunch launch) {
+__device__ typename Accumulate<T>::type finish(const ReduceLaunch& launch,
+                                               typename Accumulate<T>::type value) {
+  if (launch.op == weftAvg && launch.avgDivisor > 1) return average(value, launch.avgDivisor);
+  return value;
+}
+
+// 16 bytes per operand and thread where every operand is 16-byte aligned (cudaMalloc'd buffers
+// and the direct algorithms' 64-byte share boundaries are): memory bandwidth is the bound, and
+// wide accesses reach it with fewer instructions. The tail, and unaligned operands, go element
+// by element.
+template <typename T>
+__global__ void reduceKernel(ReduceLaunch launch, bool wide) {
   using Acc = Accumulate<T>;
   using A = typename Acc::type;
+  constexpr int kLanes = 16 / sizeof(T);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < launch.count;
-       i += stride) {
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t groups = wide ? launch.count / kLanes : 0;
+  for (size_t g = first; g < groups; g += stride) {
+    A lanes[kLanes];
+    uint4 raw = static_cast<const uint4*>(launch.srcs[0])[g];
+    for (int l = 0; l < kLanes; ++l) lanes[l] = Acc::load(reinterpret_cast<const T*>(&raw)[l]);
+    for (int s = 1; s < launch.nsrcs; ++s) {
+      raw = static_cast<const uint4*>(launch.srcs[s])[g];
+      for (int l = 0; l < kLanes; ++l) {
+        lanes[l] = combine<A>(launch.op, lanes[l], Acc::load(reinterpret_cast<const T*>(&raw)[l]));
+      }
+    }
+    uint4 out;
+    for (int l = 0; l < kLanes; ++l) {
+      reinterpret_cast<T*>(&out)[l] = Acc::store(finish<T>(launch, lanes[l]));
+    }
+    for (int d = 0; d < launch.ndsts; ++d) static_cast<uint4*>(launch.dsts[d])[g] = out;
+  }
+  for (size_t i = groups * kLanes + first; i < launch.count; i += stride) {
     A value = Acc::load(static_cast<const T*>(launch.srcs[0])[i]);
     for (int s = 1; s < launch.nsrcs; ++s) {
       value = combine<A>(launch.op, value, Acc::load(static_cast<const T*>(launch.srcs[s])[i]));
     }
-    if (launch.op == weftAvg && launch.avgDivisor > 1) value = average(value, launch.avgDivisor);
-    const T result = Acc::store(value);
+    const T result = Acc::store(finish<T>(launch, value));
     for (int d = 0; d < launch.ndsts; ++d) static_cast<T*>(launch.dsts[d])[i] = result;
   }
+}
+
+bool allAligned(const ReduceLaunch& launch) {
+  auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  for (int s = 0; s < launch.nsrcs; ++s) {
+    if (!aligned(launch.srcs[s])) return false;
+  }
+  for (int d = 0; d < launch.ndsts; ++d) {
+    if (!aligned(launch.dsts[d])) return false;
+  }
+  return true;
 }
 
 template <typename T>
 int launchTyped(const ReduceLaunch& launch, cudaStream_t stream) {
   constexpr unsigned kThreads = 256;
-  const size_t wanted = (launch.count + kThreads - 1) / kThreads;
+  const bool wide = allAligned(launch);
+  const size_t items = wide ? launch.count / (16 / sizeof(T)) + 16 : launch.count;
+  const size_t wanted = (items + kThreads - 1) / kThreads;
   const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? (wanted == 0 ? 1 : wanted) : 4096);
-  reduceKernel<T><<<blocks, kThreads, 0, stream>>>(launch);
+  reduceKernel<T><<<blocks, kThreads, 0, stream>>>(launch, wide);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -114,7 +114,7 @@ Status IpcMappings::map(const IpcHandle& handle, void** out) {
 
 GpuState::~GpuState() {
   if (staging_ != nullptr) api_->hostFree(staging_);
-  if (eventMade_) api_->eventDestroy(event_);
+  for (Event event : events_) api_->eventDestroy(event);
   if (streamMade_) api_->streamDestroy(stream_);
 }
 
@@ -159,12 +159,13 @@ Status GpuState::staging(size_t bytes, char** out) {
   return Status::ok();
 }
 
-Status GpuState::workEvent(Event* out) {
-  if (!eventMade_) {
-    WEFT_TRY(api_->eventCreate(&event_));
-    eventMade_ = true;
+Status GpuState::workEvent(size_t index, Event* out) {
+  while (events_.size() <= index) {
+    Event event = nullptr;
+    WEFT_TRY(api_->eventCreate(&event));
+    events_.push_back(event);
   }
-  *out = event_;
+  *out = events_[index];
   return Status::ok();
 }
 

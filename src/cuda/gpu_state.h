@@ -111,8 +111,8 @@ class GpuState {
   Status workStream(Stream* out);
   // Pinned host memory of at least `bytes`; contents are not preserved.
   Status staging(size_t bytes, char** out);
-  // An event for marking the work stream's progress.
-  Status workEvent(Event* out);
+  // Event `index` for marking the work stream's progress (made on first use, kept).
+  Status workEvent(size_t index, Event* out);
   IpcMappings& ipc() { return ipc_; }
 
   // Stream-ordered calls: numbered under orderMutex(), in the order they are queued.
@@ -125,8 +125,7 @@ class GpuState {
   std::atomic<int> device_{-1};
   Stream stream_ = nullptr;
   bool streamMade_ = false;
-  Event event_ = nullptr;
-  bool eventMade_ = false;
+  std::vector<Event> events_;
   char* staging_ = nullptr;
   size_t stagingBytes_ = 0;
   IpcMappings ipc_;

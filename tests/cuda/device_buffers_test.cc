@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/device_api.h"
+#include "cuda/gpu_state.h"
 #include "fake_device.h"
 #include "multirank/check_matrix.h"
 #include "multirank/rank_threads.h"
@@ -99,6 +100,21 @@ TEST_CASE("every collective on device buffers, staged through pinned memory", "[
   options.types = {weftFloat32, weftInt32, weftBfloat16, weftInt8};
   checkMatrix(n, options);
   CHECK(gpu.fake.misuses().empty());
+}
+
+TEST_CASE("large device calls across hosts are staged chunk by chunk", "[cuda]") {
+  FakeGpu gpu;
+  FakeMemory memory(gpu.fake);
+  const int n = GENERATE(2, 3);
+  CAPTURE(n);
+  MatrixOptions options;
+  options.device = &memory;
+  options.colls = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce};
+  options.types = {weftFloat32, weftBfloat16};
+  options.ops = {weftSum, weftMax, weftAvg};
+  // 2 to 3 chunks of 4 MiB and a partial one, in both element sizes.
+  options.counts = {2621447, 4194311};
+  checkMatrix(n, options, [](int rank) { return rank % 2 == 0 ? "host-even" : "host-odd"; });
 }
 
 TEST_CASE("non-blocking calls on device buffers complete through weftWait", "[cuda]") {
@@ -345,6 +361,27 @@ TEST_CASE("check mode catches ranks that pass different kinds of memory", "[cuda
   REQUIRE(init.empty());
   INFO(problems.all());
   CHECK(problems.all().empty());
+}
+
+TEST_CASE("release counters only move forward, modulo 2^32", "[cuda]") {
+  CHECK(device::counterReached(5, 5));
+  CHECK(device::counterReached(6, 5));
+  CHECK_FALSE(device::counterReached(4, 5));
+  CHECK(device::counterReached(1, 0xffffffffu));  // past the wrap
+  CHECK_FALSE(device::counterReached(0xffffffffu, 1));
+  FakeGpu gpu;
+  std::shared_ptr<device::ReleaseFlag> flag;
+  REQUIRE(device::ReleaseFlag::create(&gpu.fake, &flag).isOk());
+  CHECK(flag->value() == 0);
+  flag->release(5);
+  flag->release(3);  // an earlier call ending late does not move it back
+  CHECK(flag->value() == 5);
+  flag->release(0xfffffffeu);  // from 5, 0xfffffffe is behind (modulo 2^32): no change
+  CHECK(flag->value() == 5);
+  std::shared_ptr<device::ReleaseFlag> other;
+  REQUIRE(device::ReleaseFlag::create(&gpu.fake, &other).isOk());
+  CHECK(other->deviceWord() != flag->deviceWord());
+  CHECK(other->value() == 0);
 }
 
 TEST_CASE("config.buffers and WEFT_BUFFERS are validated", "[cuda]") {

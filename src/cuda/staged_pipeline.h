@@ -1,0 +1,24 @@
+// Large element-wise calls on device buffers (all-reduce, broadcast, reduce) staged in chunks,
+// so that the copies between the GPU and pinned memory overlap the host algorithm's transfers:
+// while chunk k is reduced across the ranks, chunk k+1 comes from the GPU and chunk k-1 goes
+// back. Every rank chunks alike (from the count and datatype alone), so each chunk is one
+// collective on every rank.
+#pragma once
+
+#include "cuda/allreduce_device_direct.h"
+#include "cuda/device_scope.h"
+#include "cuda/staging_plan.h"
+
+namespace weft::device {
+
+// Chunks of this many bytes; calls of at least two chunks are pipelined.
+constexpr size_t kStagingChunkBytes = size_t{4} << 20;
+
+// Buffers that partly overlap (neither in place nor apart) are undefined here as everywhere.
+bool pipelineApplies(const Op& op);
+
+// Runs op, whose staging `plan` describes, chunk by chunk.
+Status runPipelined(weftComm* comm, DeviceScope& scope, const Op& op, const StagingPlan& plan,
+                    const HostRunner& runHost);
+
+}  // namespace weft::device
