@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,20 +17,40 @@
 #include "net/address.h"
 #include "net/auth.h"
 #include "net/socket.h"
+#include "net/unix_socket.h"
 
 namespace weft::test {
 
-// A connection to `address`, which must be a loopback address (tests never leave the host).
-inline net::Socket connectStray(const net::SocketAddress& address) {
-  REQUIRE(address.isLoopback());
+// Where the strays go: a TCP address, which must be a loopback address (tests never leave the
+// host), or an abstract Unix socket's name (the shm transport's listener).
+struct StrayTarget {
+  StrayTarget(const net::SocketAddress& address) : tcp(address) {}  // NOLINT: implicit on purpose
+  static StrayTarget unixSocket(std::string name) {
+    StrayTarget target;
+    target.unixName = std::move(name);
+    return target;
+  }
+  std::optional<net::SocketAddress> tcp;
+  std::string unixName;
+
+ private:
+  StrayTarget() = default;
+};
+
+inline net::Socket connectStray(const StrayTarget& target) {
   net::Socket socket;
-  REQUIRE(net::connectTo(address, Deadline::after(2000), &socket).isOk());
+  if (target.tcp) {
+    REQUIRE(target.tcp->isLoopback());
+    REQUIRE(net::connectTo(*target.tcp, Deadline::after(2000), &socket).isOk());
+  } else {
+    REQUIRE(net::connectUnix(target.unixName, Deadline::after(2000), &socket).isOk());
+  }
   return socket;
 }
 
 // A port scan: connections opened and closed at once, every second one after the byte a TLS
 // scanner would send first.
-inline void portScan(const net::SocketAddress& address, int connections) {
+inline void portScan(const StrayTarget& address, int connections) {
   for (int i = 0; i < connections; ++i) {
     net::Socket probe = connectStray(address);
     if (i % 2 == 1) {
@@ -42,7 +63,7 @@ inline void portScan(const net::SocketAddress& address, int connections) {
 // Sends `bytes` of garbage and keeps the connection open (returned). Up to the socket buffers'
 // size (a few hundred KiB on loopback), so that the send cannot block on a listener that reads
 // only what it needs.
-inline net::Socket sendGarbage(const net::SocketAddress& address, size_t bytes) {
+inline net::Socket sendGarbage(const StrayTarget& address, size_t bytes) {
   net::Socket socket = connectStray(address);
   std::vector<uint8_t> junk(bytes, 0x42);
   REQUIRE(net::sendAll(socket.fd(), junk.data(), junk.size(), Deadline::after(1000)).isOk());
@@ -50,7 +71,7 @@ inline net::Socket sendGarbage(const net::SocketAddress& address, size_t bytes) 
 }
 
 // The first `bytes` of a well-formed hello, then a hang-up.
-inline void truncatedHello(const net::SocketAddress& address, size_t bytes) {
+inline void truncatedHello(const StrayTarget& address, size_t bytes) {
   net::handshake::Hello hello;
   hello.version = net::handshake::kVersion;
   uint8_t encoded[net::handshake::kHelloBytes];
@@ -61,7 +82,7 @@ inline void truncatedHello(const net::SocketAddress& address, size_t bytes) {
 }
 
 // Connections that never send anything, held open until destroyed.
-inline std::vector<net::Socket> silentStrays(const net::SocketAddress& address, int count) {
+inline std::vector<net::Socket> silentStrays(const StrayTarget& address, int count) {
   std::vector<net::Socket> sockets;
   for (int i = 0; i < count; ++i) sockets.push_back(connectStray(address));
   return sockets;
@@ -71,7 +92,7 @@ inline std::vector<net::Socket> silentStrays(const net::SocketAddress& address, 
 // listener hangs up, or it is destroyed.
 class Dribbler {
  public:
-  Dribbler(const net::SocketAddress& address, std::string text, int periodMs)
+  Dribbler(const StrayTarget& address, std::string text, int periodMs)
       : socket_(connectStray(address)), text_(std::move(text)) {
     thread_ = std::thread([this, periodMs] {
       for (size_t i = 0; i < text_.size() && !stop_; ++i) {
@@ -102,7 +123,7 @@ class Dribbler {
 // (the listener dropped it, or the deadline).
 class HandshakeStray {
  public:
-  HandshakeStray(const net::SocketAddress& address, const net::Secret& secret, net::Purpose purpose,
+  HandshakeStray(const StrayTarget& address, const net::Secret& secret, net::Purpose purpose,
                  uint64_t commId, std::vector<uint8_t> after = {})
       : socket_(connectStray(address)) {
     net::ClientHello hello;
@@ -150,6 +171,28 @@ class HandshakeStray {
   Status outcome_;
   std::atomic<bool> spoken_{false};
   std::thread thread_;
+};
+
+// What an outsider can throw at a listener without the secret or the communicator id: 15
+// connections, 10 of which stall (each would hold a one-at-a-time listener for its 5 s cap).
+// `purpose` is the listener's own, so that one stray fails on the communicator id alone.
+struct StrayMix {
+  StrayMix(const StrayTarget& target, net::Purpose purpose)
+      : garbage(sendGarbage(target, 4096)),
+        wrongPurpose(target, net::Secret{}, net::Purpose::kBootstrap, 0),
+        staleComm(target, net::Secret{}, purpose, 0),
+        dribbler(target, std::string(60, 'W'), 1000),
+        silent(silentStrays(target, 8)) {
+    portScan(target, 2);
+    truncatedHello(target, 7);
+  }
+  static constexpr size_t kConnections = 15;
+
+  net::Socket garbage;
+  HandshakeStray wrongPurpose;
+  HandshakeStray staleComm;
+  Dribbler dribbler;
+  std::vector<net::Socket> silent;
 };
 
 }  // namespace weft::test

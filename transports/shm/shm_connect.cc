@@ -1,8 +1,12 @@
 // Set-up of the shm transport. Every rank listens on an abstract Unix socket (no file, so
 // nothing is left behind); for each pair of ranks on the host the higher rank connects to the
-// lower, both prove the communicator's secret (HMAC, as every weft connection does), and each
-// sends the other its segment's memfd and its wake-up eventfd. The sockets stay open: a peer
-// that dies closes them, which is how its death is noticed.
+// lower, both prove the communicator's secret (HMAC, as every weft connection does), the
+// connecting rank says who it is in a fixed-size hello, and then each sends the other its
+// segment's memfd and its wake-up eventfd. The listener accepts through net::acceptAuthenticated,
+// so that other local processes' connections (strays, scanners, stalled clients) are handshaken
+// concurrently and dropped without holding up the real peers; descriptors are exchanged only
+// with connections that proved the secret. The sockets stay open: a peer that dies closes them,
+// which is how its death is noticed.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
@@ -12,6 +16,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "net/acceptor.h"
 #include "net/auth.h"
 #include "net/unix_socket.h"
 #include "transports/shm/shm_internal.h"
@@ -21,6 +26,13 @@ namespace {
 
 // A stray or slow connection may hold up set-up this long at most before it is dropped.
 constexpr int kHandshakeMs = 5000;
+
+// What a connecting rank sends right after authenticating: which rank it is.
+struct ShmHello {
+  uint32_t magic;
+  uint32_t rank;
+};
+constexpr uint32_t kHelloMagic = 0x776d6873;  // "shmw"
 
 struct SetupMessage {
   int32_t rank;
@@ -65,6 +77,7 @@ Status ShmTransport::listen(std::string* address) {
                 static_cast<unsigned long long>(random[1]));
   listenName_ = name;
   WEFT_TRY(net::listenUnix(listenName_, &listener_));
+  WEFT_INFO("shm: listening on @%s", listenName_.c_str());
   *address = encodeAddress(getpid(), listenName_);
   return Status::ok();
 }
@@ -114,6 +127,10 @@ Status ShmTransport::connect(const ConnectContext& context, const std::vector<in
       connected = net::authenticateClient(peer.link.fd(), context.secret, net::Purpose::kShm,
                                           context.commId, context.deadline);
     }
+    if (connected.isOk()) {
+      const ShmHello hello{kHelloMagic, static_cast<uint32_t>(context.rank)};
+      connected = net::sendAll(peer.link.fd(), &hello, sizeof(hello), context.deadline);
+    }
     if (connected.isOk()) connected = exchangeWith(peer, true, context);
     if (!connected.isOk()) {
       return connected.withContext("shm: connecting to " + peerNames_[peer.rank] +
@@ -141,21 +158,50 @@ Status ShmTransport::connect(const ConnectContext& context, const std::vector<in
 }
 
 Status ShmTransport::acceptPeers(const ConnectContext& context, int expected) {
-  for (int accepted = 0; accepted < expected;) {
-    net::Socket link;
-    WEFT_TRY(net::acceptUnix(listener_, context.deadline, &link)
-                 .withContext("shm: waiting for the higher local ranks to connect"));
-    Deadline handshake = Deadline::earliest(context.deadline, Deadline::after(kHandshakeMs));
-    Status status = net::authenticateServer(link.fd(), context.secret, net::Purpose::kShm,
-                                            context.commId, handshake);
-    LocalPeer placeholder;
-    placeholder.link = std::move(link);
-    if (status.isOk()) status = exchangeWith(placeholder, false, context);
-    if (!status.isOk()) {
-      WEFT_WARN("shm: dropped a local connection: %s", status.message().c_str());
-      continue;
+  if (expected == 0) return Status::ok();
+  // First every higher local rank's authenticated connection, whatever else connects meanwhile;
+  // then the descriptors, from peers known to hold the secret.
+  std::vector<net::Socket> arrived(static_cast<size_t>(context.nranks));
+  net::AcceptSpec spec;
+  spec.secret = context.secret;
+  spec.purpose = net::Purpose::kShm;
+  spec.commId = context.commId;
+  spec.helloBytes = sizeof(ShmHello);
+  spec.expected = expected;
+  spec.deadline = context.deadline;
+  spec.perConnectionMs = kHandshakeMs;
+  spec.logName = "shm";
+  auto judge = [&](net::Arrival& arrival) {
+    ShmHello hello{};
+    std::memcpy(&hello, arrival.hello.data(), sizeof(hello));
+    const bool known = hello.magic == kHelloMagic && hello.rank < byRank_.size() &&
+                       byRank_[hello.rank] != nullptr && int(hello.rank) > context.rank;
+    if (!known) {
+      return invalidUsage("unexpected shm hello (magic " + std::to_string(hello.magic) + ", rank " +
+                          std::to_string(hello.rank) + ")");
     }
-    ++accepted;
+    if (arrived[hello.rank].isOpen()) {
+      return invalidUsage("a second connection from rank " + std::to_string(hello.rank));
+    }
+    arrived[hello.rank] = std::move(arrival.socket);
+    return Status::ok();
+  };
+  auto describeMissing = [&] {
+    std::string missing;
+    for (const LocalPeer& peer : locals_) {
+      if (peer.rank > context.rank && !arrived[peer.rank].isOpen()) {
+        missing += (missing.empty() ? "" : ", ") + peerNames_[peer.rank];
+      }
+    }
+    return "shm: waiting for the higher local ranks to connect (" + missing + ")";
+  };
+  WEFT_TRY(net::acceptAuthenticated(listener_, spec, judge, describeMissing));
+  for (int rank = context.rank + 1; rank < context.nranks; ++rank) {
+    if (!arrived[rank].isOpen()) continue;
+    LocalPeer placeholder;
+    placeholder.link = std::move(arrived[rank]);
+    WEFT_TRY(exchangeWith(placeholder, false, context)
+                 .withContext("shm: set-up with " + peerNames_[rank]));
   }
   return Status::ok();
 }

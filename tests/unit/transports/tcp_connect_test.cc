@@ -40,27 +40,6 @@ std::vector<net::SocketAddress> awaitDataListeners(const LogCapture& capture, si
   return addresses;
 }
 
-// What an outsider can throw at a listener without the secret or the communicator id: 15
-// connections, 10 of which stall (each would hold a one-at-a-time listener for its 5 s cap).
-struct StrayMix {
-  explicit StrayMix(const net::SocketAddress& address)
-      : garbage(sendGarbage(address, 4096)),
-        wrongPurpose(address, net::Secret{}, net::Purpose::kBootstrap, 0),
-        staleComm(address, net::Secret{}, net::Purpose::kTcpData, 0),
-        dribbler(address, std::string(60, 'W'), 1000),
-        silent(silentStrays(address, 8)) {
-    portScan(address, 2);
-    truncatedHello(address, 7);
-  }
-  static constexpr size_t kConnections = 15;
-
-  net::Socket garbage;
-  HandshakeStray wrongPurpose;
-  HandshakeStray staleComm;
-  Dribbler dribbler;
-  std::vector<net::Socket> silent;
-};
-
 }  // namespace
 
 TEST_CASE("strays at the tcp data listeners neither stall nor break a communicator's set-up",
@@ -94,7 +73,7 @@ TEST_CASE("strays at the tcp data listeners neither stall nor break a communicat
   std::vector<net::SocketAddress> listeners = awaitDataListeners(capture, n - 1);
   std::vector<std::unique_ptr<StrayMix>> strays;
   for (const net::SocketAddress& address : listeners) {
-    strays.push_back(std::make_unique<StrayMix>(address));
+    strays.push_back(std::make_unique<StrayMix>(address, net::Purpose::kTcpData));
   }
   releasedAt = Clock::now();
   released = true;
