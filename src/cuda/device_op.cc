@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/allreduce_device_direct.h"
+#include "cuda/device_direct.h"
 #include "cuda/device_scope.h"
 #include "cuda/gpu_state.h"
 #include "cuda/staged_pipeline.h"
@@ -45,12 +45,12 @@ Status runOnDevice(weftComm* comm, const Op& op, const StagingPlan& plan, const 
                    const HostRunner& runHost) {
   DeviceScope scope(comm, deadline);
   WEFT_TRY(scope.enter());
-  if (directAllReduceApplies(comm, op)) {
+  if (DirectFn direct = directAlgorithmFor(comm, op)) {
     bool ran = false;
     StreamWaiter waiter = [&scope](Stream stream, const std::string& what) {
       return scope.finish(stream, what);
     };
-    WEFT_TRY(runDirectAllReduce(comm, op.single, waiter, runHost, &ran));
+    WEFT_TRY(runDirect(comm, op.single, direct, scope.stream(), waiter, runHost, &ran));
     if (ran) return Status::ok();
   }
   if (pipelineApplies(op)) return runPipelined(comm, scope, op, plan, runHost);

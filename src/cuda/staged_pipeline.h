@@ -5,7 +5,7 @@
 // collective on every rank.
 #pragma once
 
-#include "cuda/allreduce_device_direct.h"
+#include "cuda/device_direct.h"
 #include "cuda/device_scope.h"
 #include "cuda/staging_plan.h"
 

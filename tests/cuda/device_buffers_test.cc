@@ -301,36 +301,66 @@ TEST_CASE("device-buffer argument errors name the buffers and leave the communic
 
 // Ranks on one GPU all-reduce on the GPU (one reduction kernel each); ranks on different GPUs
 // stage through the host. A failure injected into the fake's reduction tells which ran.
-TEST_CASE("an all-reduce of ranks sharing one GPU reduces on the GPU, others stage", "[cuda]") {
+// Ranks on one GPU run all-reduce, broadcast, reduce, all-gather and reduce-scatter on the GPU
+// (one kernel each); ranks on different GPUs stage through the host. A failure injected into
+// the fake's kernel tells which ran; the staged results are checked.
+TEST_CASE("collectives of ranks sharing one GPU run on the GPU, others stage", "[cuda]") {
   const bool shareGpu = GENERATE(true, false);
-  CAPTURE(shareGpu);
+  const Coll coll = GENERATE(Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
+                             Coll::kReduceScatter);
+  CAPTURE(shareGpu, collLabel(coll));
   FakeGpu gpu(2);
   FakeDevice& fake = gpu.fake;
   constexpr size_t kCount = 777;
-  const int n = 2;
+  constexpr int n = 2;
   std::vector<weftResult_t> results(n, weftInternalError);
   std::vector<std::string> errors(n);
-  std::vector<float> firstElements(n, -1);
+  std::vector<float> lastElements(n, -1);
   fake.failNext(FakeDevice::Call::kReduce, Status(weftSystemError, "injected kernel failure"), 4);
   std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    void* send = nullptr;
+    void* recv = nullptr;
     const int device = shareGpu ? 0 : rank;
-    void* buffer = nullptr;
-    if (!fake.deviceAlloc(device, kCount * sizeof(float), &buffer).isOk()) return;
-    auto* view = static_cast<float*>(fake.deviceView(buffer));
-    for (size_t i = 0; i < kCount; ++i) view[i] = float(rank + 1);
-    results[rank] = weftAllReduce(buffer, buffer, kCount, weftFloat32, weftSum, comm, nullptr);
+    if (!fake.deviceAlloc(device, n * kCount * sizeof(float), &send).isOk() ||
+        !fake.deviceAlloc(device, n * kCount * sizeof(float), &recv).isOk()) {
+      return;
+    }
+    auto* in = static_cast<float*>(fake.deviceView(send));
+    for (size_t i = 0; i < n * kCount; ++i) in[i] = float(rank + 1);
+    switch (coll) {
+      case Coll::kAllReduce:
+        results[rank] = weftAllReduce(send, recv, kCount, weftFloat32, weftSum, comm, nullptr);
+        break;
+      case Coll::kBroadcast:
+        results[rank] = weftBroadcast(send, recv, kCount, weftFloat32, 1, comm, nullptr);
+        break;
+      case Coll::kReduce:
+        results[rank] = weftReduce(send, recv, kCount, weftFloat32, weftSum, 0, comm, nullptr);
+        break;
+      case Coll::kAllGather:
+        results[rank] = weftAllGather(send, recv, kCount, weftFloat32, comm, nullptr);
+        break;
+      default:
+        results[rank] = weftReduceScatter(send, recv, kCount, weftFloat32, weftSum, comm, nullptr);
+        break;
+    }
     errors[rank] = weftGetLastError(comm);
-    firstElements[rank] = view[kCount - 1];
-    fake.deviceFree(buffer);
+    lastElements[rank] = static_cast<float*>(fake.deviceView(recv))[kCount - 1];
+    fake.deviceFree(send);
+    fake.deviceFree(recv);
   });
   REQUIRE(init.empty());
+  // What each rank's element kCount - 1 of the receive buffer holds after the call.
+  const float expected[] = {3.0f, 2.0f, 3.0f, 1.0f, 3.0f};
   for (int rank = 0; rank < n; ++rank) {
     INFO("rank " << rank << ": " << errors[rank]);
     if (shareGpu) {
-      CHECK(results[rank] != weftSuccess);  // every rank's kernel failed, or its peer did
+      CHECK(results[rank] != weftSuccess);  // this rank's kernel failed, or its peer's did
     } else {
       CHECK(results[rank] == weftSuccess);
-      CHECK(firstElements[rank] == 3.0f);
+      if (coll != Coll::kReduce || rank == 0) {
+        CHECK(lastElements[rank] == expected[static_cast<int>(coll)]);
+      }
     }
   }
   if (shareGpu) {
