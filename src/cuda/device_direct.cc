@@ -53,8 +53,8 @@ BufferRecord describeMine(weftComm* comm, const CollArgs& call) {
   return mine;
 }
 
-// One GPU, and either one process or IPC handles from everyone.
-bool directPossible(const std::vector<BufferRecord>& all) {
+// One GPU, and either one process or IPC handles from everyone; else why not.
+bool directPossible(const std::vector<BufferRecord>& all, std::string* why) {
   bool oneGpu = true;
   bool oneProcess = true;
   bool allHandles = true;
@@ -62,6 +62,11 @@ bool directPossible(const std::vector<BufferRecord>& all) {
     oneGpu = oneGpu && peer.eligible && peer.gpu == all[0].gpu;
     oneProcess = oneProcess && peer.pid == all[0].pid;
     allHandles = allHandles && peer.handlesValid;
+  }
+  if (!oneGpu) {
+    *why = "the ranks' buffers are on different GPUs";
+  } else if (!oneProcess && !allHandles) {
+    *why = "some buffers have no CUDA IPC handle (not cudaMalloc memory?)";
   }
   return oneGpu && (oneProcess || allHandles);
 }
@@ -114,13 +119,23 @@ DirectFn directAlgorithmFor(const weftComm* comm, const Op& op) {
   }
 }
 
+std::string whyNotDirect(const weftComm* comm, const Op& op) {
+  if (!op.group.empty()) return "a group";
+  if (comm->nodes != 1) return "ranks on " + std::to_string(comm->nodes) + " hosts";
+  if (comm->nranks > kMaxReduceSources) {
+    return "more than " + std::to_string(kMaxReduceSources) + " ranks";
+  }
+  return std::string(collName(op.single.coll)) + " has no direct form";
+}
+
 Status runDirect(weftComm* comm, const CollArgs& call, DirectFn run, Stream stream,
-                 const StreamWaiter& waitFor, const HostRunner& runHost, bool* ran) {
+                 const StreamWaiter& waitFor, const HostRunner& runHost, bool* ran,
+                 std::string* why) {
   *ran = false;
   const BufferRecord mine = describeMine(comm, call);
   std::vector<BufferRecord> all(static_cast<size_t>(comm->nranks));
   WEFT_TRY(runHostCall(runHost, CollType::kAllGather, &mine, all.data(), sizeof(BufferRecord)));
-  if (!directPossible(all)) return Status::ok();
+  if (!directPossible(all, why)) return Status::ok();
   *ran = true;
   DirectBuffers buffers;
   WEFT_TRY(mapAll(comm->gpu.get(), all, &buffers));

@@ -47,12 +47,15 @@ using DirectFn = Status (*)(const DirectContext& context);
 // The direct algorithm for a call, or nullptr: decided from what every rank of the call agrees
 // on (its shape, device buffers, one host, at most kMaxReduceSources ranks).
 DirectFn directAlgorithmFor(const weftComm* comm, const Op& op);
+// Why directAlgorithmFor() gave nullptr, for the log ("ranks on 2 hosts").
+std::string whyNotDirect(const weftComm* comm, const Op& op);
 
 // Exchanges the ranks' buffer locations; when all are on one GPU and reachable, runs `run` and
-// then the closing barrier, and sets *ran. Otherwise returns with *ran false (the caller stages
-// the call); every rank comes to the same decision from the same records.
+// then the closing barrier, and sets *ran. Otherwise returns with *ran false and *why set (the
+// caller stages the call); every rank comes to the same decision from the same records.
 Status runDirect(weftComm* comm, const CollArgs& call, DirectFn run, Stream stream,
-                 const StreamWaiter& waitFor, const HostRunner& runHost, bool* ran);
+                 const StreamWaiter& waitFor, const HostRunner& runHost, bool* ran,
+                 std::string* why);
 
 // The elements [first, first + count) of `total` that rank `rank` of `nranks` handles, split on
 // 64-byte boundaries (aligned buffers give aligned parts, which the kernel moves 16 bytes at a

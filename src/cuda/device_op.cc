@@ -1,13 +1,16 @@
 #include "cuda/device_op.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "cuda/device_direct.h"
 #include "cuda/device_scope.h"
 #include "cuda/gpu_state.h"
 #include "cuda/staged_pipeline.h"
 #include "cuda/staging_plan.h"
+#include "reduce/reduce.h"
 
 namespace weft::device {
 namespace {
@@ -41,19 +44,44 @@ Status runStaged(DeviceScope& scope, const Op& op, const StagingPlan& plan,
   return scope.finish(scope.stream(), name + ": copying the results to the GPU");
 }
 
+// "allreduce of 4096 bytes (float32) on device buffers: direct on one GPU", once per call
+// shape and path, at INFO on rank 0: what was chosen and why.
+void logPath(weftComm* comm, const Op& op, const std::string& path) {
+  if (comm->rank != 0 || log::level() < log::Level::kInfo) return;
+  const CollArgs& call = op.calls().front();
+  const uint64_t key = std::hash<std::string>{}(path) ^ (static_cast<uint64_t>(call.coll) << 56) ^
+                       (static_cast<uint64_t>(call.type) << 48) ^ call.count ^
+                       (op.group.empty() ? 0 : 1ull << 63);
+  if (!comm->gpu->firstTime(key)) return;
+  const std::string what = op.group.empty() ? std::string(collName(call.coll)) : "group";
+  WEFT_INFO("%s of %zu bytes (%s) on device buffers: %s", what.c_str(),
+            call.count * reduce::typeSize(call.type), reduce::typeName(call.type), path.c_str());
+}
+
 Status runOnDevice(weftComm* comm, const Op& op, const StagingPlan& plan, const Deadline& deadline,
                    const HostRunner& runHost) {
   DeviceScope scope(comm, deadline);
   WEFT_TRY(scope.enter());
+  std::string why;
   if (DirectFn direct = directAlgorithmFor(comm, op)) {
     bool ran = false;
     StreamWaiter waiter = [&scope](Stream stream, const std::string& what) {
       return scope.finish(stream, what);
     };
-    WEFT_TRY(runDirect(comm, op.single, direct, scope.stream(), waiter, runHost, &ran));
-    if (ran) return Status::ok();
+    WEFT_TRY(runDirect(comm, op.single, direct, scope.stream(), waiter, runHost, &ran, &why));
+    if (ran) {
+      logPath(comm, op,
+              "direct on one GPU (" + std::to_string(comm->nranks) + " ranks, one kernel each)");
+      return Status::ok();
+    }
+  } else {
+    why = whyNotDirect(comm, op);
   }
-  if (pipelineApplies(op)) return runPipelined(comm, scope, op, plan, runHost);
+  if (pipelineApplies(op)) {
+    logPath(comm, op, "staged through pinned memory in 4 MiB chunks (" + why + ")");
+    return runPipelined(comm, scope, op, plan, runHost);
+  }
+  logPath(comm, op, "staged through pinned memory (" + why + ")");
   return runStaged(scope, op, plan, runHost);
 }
 

@@ -169,6 +169,11 @@ Status GpuState::workEvent(size_t index, Event* out) {
   return Status::ok();
 }
 
+bool GpuState::firstTime(uint64_t key) {
+  if (seen_.size() >= 4096) seen_.clear();
+  return seen_.insert(key).second;
+}
+
 Status GpuState::releaseFlag(std::shared_ptr<ReleaseFlag>* out) {
   if (!flag_) WEFT_TRY(ReleaseFlag::create(api_, &flag_));
   *out = flag_;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/status.h"
@@ -114,6 +115,8 @@ class GpuState {
   // Event `index` for marking the work stream's progress (made on first use, kept).
   Status workEvent(size_t index, Event* out);
   IpcMappings& ipc() { return ipc_; }
+  // True the first time `key` is seen (up to a few thousand keys): logging each choice once.
+  bool firstTime(uint64_t key);
 
   // Stream-ordered calls: numbered under orderMutex(), in the order they are queued.
   std::mutex& orderMutex() { return orderMutex_; }
@@ -129,6 +132,7 @@ class GpuState {
   char* staging_ = nullptr;
   size_t stagingBytes_ = 0;
   IpcMappings ipc_;
+  std::unordered_set<uint64_t> seen_;
   std::mutex orderMutex_;
   std::shared_ptr<ReleaseFlag> flag_;
   uint32_t calls_ = 0;

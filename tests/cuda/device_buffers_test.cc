@@ -18,6 +18,7 @@
 #include "multirank/check_matrix.h"
 #include "multirank/rank_threads.h"
 #include "scoped_env.h"
+#include "unit/log_capture.h"
 
 namespace weft::test {
 namespace {
@@ -368,6 +369,42 @@ TEST_CASE("collectives of ranks sharing one GPU run on the GPU, others stage", "
                        errors[1].find("injected kernel failure") != std::string::npos;
     CHECK(named);
   }
+}
+
+TEST_CASE("rank 0 logs the path each device call shape takes, once, with the reason", "[cuda]") {
+  const bool shareGpu = GENERATE(true, false);
+  CAPTURE(shareGpu);
+  FakeGpu gpu(2);
+  FakeDevice& fake = gpu.fake;
+  LogCapture capture(log::Level::kInfo);
+  std::string init = runAsThreads(2, [&](weftComm_t comm, int rank) {
+    void* buffer = nullptr;
+    if (!fake.deviceAlloc(shareGpu ? 0 : rank, 2000 * sizeof(float), &buffer).isOk()) return;
+    for (int i = 0; i < 3; ++i) {
+      weftAllReduce(buffer, buffer, 1000, weftFloat32, weftSum, comm, nullptr);
+    }
+    weftAlltoAll(buffer, buffer, 1000, weftFloat32, comm, nullptr);
+    fake.deviceFree(buffer);
+  });
+  REQUIRE(init.empty());
+  const std::string allreduce = "allreduce of 4000 bytes (float32) on device buffers: ";
+  if (shareGpu) {
+    CHECK(capture
+              .matching(log::Level::kInfo,
+                        {allreduce + "direct on one GPU (2 ranks, one kernel each)"})
+              .size() == 1);
+  } else {
+    CHECK(capture
+              .matching(log::Level::kInfo,
+                        {allreduce + "staged through pinned memory (the ranks' buffers are "
+                                     "on different GPUs)"})
+              .size() == 1);
+  }
+  CHECK(capture
+            .matching(log::Level::kInfo, {"alltoall of 4000 bytes (float32) on device buffers: "
+                                          "staged through pinned memory (alltoall has no "
+                                          "direct form)"})
+            .size() == 1);
 }
 
 TEST_CASE("check mode catches ranks that pass different kinds of memory", "[cuda]") {
