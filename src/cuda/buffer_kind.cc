@@ -19,11 +19,15 @@ Status classifyOne(DeviceApi* api, int mode, const char* fn, const char* name, c
     Status status = api->classify(ptr, &out->info);
     if (!status.isOk() || out->info.kind != MemoryKind::kDevice) {
       out->info.kind = MemoryKind::kDevice;
-      WEFT_TRY(api->currentDevice(&out->info.device).withContext(std::string(fn) + ": " + name));
+      Status current = api->currentDevice(&out->info.device);
+      if (!current.isOk()) return current.withContext(std::string(fn) + ": " + name);
     }
     return Status::ok();
   }
-  return api->classify(ptr, &out->info).withContext(std::string(fn) + ": classifying " + name);
+  // Runs on every call: the message is built only on failure.
+  Status classified = api->classify(ptr, &out->info);
+  if (!classified.isOk()) return classified.withContext(std::string(fn) + ": classifying " + name);
+  return Status::ok();
 }
 
 std::string describe(const PointerInfo& info) {
@@ -74,8 +78,7 @@ Status classifyBuffers(const char* fn, weftComm* comm, CollArgs* args) {
   if (!any.used || any.info.kind != MemoryKind::kDevice) return Status::ok();
   GpuState* gpu = nullptr;
   WEFT_TRY(gpuStateFor(comm, fn, &gpu));
-  WEFT_TRY(gpu->bindDevice(any.info.device,
-                           std::string(fn) + ": " + (send.used ? "sendbuff" : "recvbuff")));
+  WEFT_TRY(gpu->bindDevice(any.info.device, fn, send.used ? "sendbuff" : "recvbuff"));
   args->deviceBuffers = true;
   args->device = any.info.device;
   return Status::ok();

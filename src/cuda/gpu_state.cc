@@ -118,12 +118,12 @@ GpuState::~GpuState() {
   if (streamMade_) api_->streamDestroy(stream_);
 }
 
-Status GpuState::bindDevice(int device, const std::string& what) {
+Status GpuState::bindDevice(int device, const char* fn, const char* what) {
   int expected = -1;
   if (device_.compare_exchange_strong(expected, device) || expected == device) {
     return Status::ok();
   }
-  return invalidUsage(what + " is on GPU " + std::to_string(device) +
+  return invalidUsage(std::string(fn) + ": " + what + " is on GPU " + std::to_string(device) +
                       ", but this communicator's device buffers are on GPU " +
                       std::to_string(expected) + " (one GPU per communicator)");
 }

@@ -103,8 +103,8 @@ class GpuState {
 
   DeviceApi* api() const { return api_; }
   // The first device call binds the communicator to its GPU; later ones must use the same.
-  // `what` names the buffer for the error ("weftAllReduce: sendbuff").
-  Status bindDevice(int device, const std::string& what);
+  // fn and what name the call and the buffer for the error ("weftAllReduce", "sendbuff").
+  Status bindDevice(int device, const char* fn, const char* what);
   int device() const { return device_.load(); }
 
   // Used by the executing thread only (one operation at a time).

@@ -10,10 +10,11 @@ Status recordInputs(GpuState* gpu, Stream stream, const char* fn, Event* out) {
   if (gpu->device() < 0) {
     int current = 0;
     WEFT_TRY(api->currentDevice(&current).withContext(fn));
-    WEFT_TRY(gpu->bindDevice(current, std::string(fn) + ": the caller's current GPU"));
+    WEFT_TRY(gpu->bindDevice(current, fn, "the caller's current GPU"));
   }
   Event event = nullptr;
-  WEFT_TRY(api->eventCreate(&event).withContext(std::string(fn) + ": creating an event"));
+  Status created = api->eventCreate(&event);
+  if (!created.isOk()) return created.withContext(std::string(fn) + ": creating an event");
   Status recorded = api->eventRecord(event, stream);
   if (!recorded.isOk()) {
     api->eventDestroy(event);
