@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "multirank/rank_threads.h"
 #include "net/auth.h"
 #include "scoped_env.h"
+#include "unit/held_setup.h"
 #include "unit/log_capture.h"
 #include "unit/strays.h"
 
@@ -47,47 +47,19 @@ TEST_CASE("strays at the tcp data listeners neither stall nor break a communicat
   ScopedEnv env({{"WEFT_TRANSPORT", "tcp"}, {"WEFT_SOCKET_IFNAME", "lo"}});
   LogCapture capture(log::Level::kInfo);
   constexpr int n = 4;
-  std::atomic<bool> released{false};
-  Clock::time_point releasedAt;
-  std::vector<Clock::time_point> initDone(n);
-  std::vector<float> sums(n, 0);
-  std::string init;
-  std::thread ranks([&] {
-    init = runAsThreadsWith(
-        n,
-        [&](weftComm_t comm, int rank) {
-          initDone[rank] = Clock::now();
-          float one = 1;
-          weftAllReduce(&one, &sums[rank], 1, weftFloat32, weftSum, comm, nullptr);
-        },
-        [&](int rank) -> const weftConfig_t* {
-          // Called on the rank's thread just before its init: the last rank waits here, so that
-          // the others are listening (and held at the rendezvous) when the strays arrive.
-          auto until = Clock::now() + std::chrono::seconds(20);
-          while (rank == n - 1 && !released && Clock::now() < until) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          }
-          return nullptr;
-        });
-  });
+  HeldBackSetup setup(n);
   std::vector<net::SocketAddress> listeners = awaitDataListeners(capture, n - 1);
   std::vector<std::unique_ptr<StrayMix>> strays;
   for (const net::SocketAddress& address : listeners) {
     strays.push_back(std::make_unique<StrayMix>(address, net::Purpose::kTcpData));
   }
-  releasedAt = Clock::now();
-  released = true;
-  ranks.join();
+  setup.releaseAndJoin();
   REQUIRE(listeners.size() == n - 1);
-  INFO(init);
-  REQUIRE(init.empty());
-  CHECK(sums == std::vector<float>(n, 4.0f));
-  double slowest = 0;
-  for (const Clock::time_point& done : initDone) {
-    slowest = std::max(slowest, std::chrono::duration<double>(done - releasedAt).count());
-  }
+  INFO(setup.initErrors());
+  REQUIRE(setup.initErrors().empty());
+  CHECK(setup.sums() == std::vector<float>(n, 4.0f));
   // One at a time, rank 0's listener alone would have spent 45 s on its strays.
-  CHECK(slowest < 3.0);
+  CHECK(setup.slowestInit() < 3.0);
 
   // Each stray was accepted (they queued before any real connection) and dropped by name.
   CHECK(capture.warnings({"tcp: dropped a connection from 127.0.0.1:"}) ==
