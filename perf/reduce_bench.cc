@@ -33,7 +33,7 @@ struct Buffers {
 };
 
 void fill(std::vector<unsigned char>& bytes, weftDataType_t type, unsigned seed) {
-  const size_t size = weft::reduce::typeSize(type), count = bytes.size() / size;
+  const size_t size = weft::typeSize(type), count = bytes.size() / size;
   for (size_t i = 0; i < count; ++i) {
     // Values in [1, 2): finite, normal and far from overflow after many repetitions of a sum
     // whose result is not fed back (out of place) or grows slowly (in place, float types).
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     if (!weft::reduce::detail::isaSupported(isa)) continue;
     for (size_t bytes : sizes) {
       for (weftDataType_t type : types) {
-        const size_t count = bytes / weft::reduce::typeSize(type);
+        const size_t count = bytes / weft::typeSize(type);
         Buffers buf{std::vector<unsigned char>(bytes), std::vector<unsigned char>(bytes),
                     std::vector<unsigned char>(bytes)};
         fill(buf.a, type, 1);
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
         const double outOfPlace = measureGBps(fn, buf, count, bytes, false, secondsPerCase);
         const double inPlace = measureGBps(fn, buf, count, bytes, true, secondsPerCase);
         std::printf("%-9s %-9s %5zu %s %14.1f %14.1f\n", weft::reduce::detail::isaName(isa),
-                    weft::reduce::typeName(type), bytes >= (1 << 20) ? bytes >> 20 : bytes >> 10,
+                    weft::typeName(type), bytes >= (1 << 20) ? bytes >> 20 : bytes >> 10,
                     bytes >= (1 << 20) ? "MiB" : "KiB", outOfPlace, inPlace);
       }
     }

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "reduce/reduce.h"
 #include "tune/cost_model.h"
 #include "tune/select.h"
 

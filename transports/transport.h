@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 #include "net/auth.h"
 
 namespace weft {

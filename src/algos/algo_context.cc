@@ -54,7 +54,7 @@ AlgoContext::AlgoContext(Fabric& fabric, OpResources& resources, const topo::Nod
       nranks_(nranks),
       args_(args),
       plan_(plan),
-      typeSize_(reduce::typeSize(args.type)),
+      typeSize_(weft::typeSize(args.type)),
       reducer_(reduce::kernelFor(args.type, args.op)),
       firstPosted_(resources.posted().size()) {}
 
@@ -70,7 +70,7 @@ AlgoContext::AlgoContext(const AlgoContext& whole, std::vector<int> members, con
       nranks_(static_cast<int>(members_.size())),
       args_(args),
       plan_(plan),
-      typeSize_(reduce::typeSize(args.type)),
+      typeSize_(weft::typeSize(args.type)),
       reducer_(reduce::kernelFor(args.type, args.op)),
       firstPosted_(resources_.posted().size()) {}
 

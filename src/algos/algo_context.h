@@ -11,11 +11,11 @@
 #include <memory>
 #include <vector>
 
-#include "core/fabric.h"
-#include "core/op.h"
+#include "fabric/fabric.h"
+#include "base/call.h"
 #include "reduce/reduce.h"
 #include "topo/node_layout.h"
-#include "tune/plan.h"
+#include "algos/plan.h"
 
 namespace weft {
 

@@ -7,8 +7,8 @@
 #include "bootstrap/root_server.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
-#include "core/log.h"
-#include "core/status.h"
+#include "base/log.h"
+#include "base/status.h"
 
 using weft::Status;
 using weft::api::CommGuard;

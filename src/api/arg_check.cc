@@ -22,11 +22,11 @@ bool hasRoot(CollType coll) {
 // Messages are built only on failure: this runs on every call.
 Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, CollArgs* out) {
   const auto name = [fn] { return std::string(fn); };
-  if (!reduce::isValidType(call.type)) {
+  if (!isValidType(call.type)) {
     return invalidArgument(name() + ": datatype " + std::to_string(call.type) +
                            " is not a weftDataType_t");
   }
-  if (hasReduction(call.coll) && !reduce::isValidOp(call.op)) {
+  if (hasReduction(call.coll) && !isValidOp(call.op)) {
     return invalidArgument(name() + ": op " + std::to_string(call.op) + " is not a weftRedOp_t");
   }
   CollArgs args;
@@ -43,10 +43,10 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
                            std::to_string(args.root) + " is out of range [0, " +
                            std::to_string(comm.nranks) + ")");
   }
-  const size_t typeSize = reduce::typeSize(args.type);
+  const size_t elementBytes = weft::typeSize(args.type);
   const size_t ranks = static_cast<size_t>(comm.nranks);
   // Checked against count * nranks elements, the largest buffer any collective implies.
-  if (args.count > SIZE_MAX / typeSize / ranks) {
+  if (args.count > SIZE_MAX / elementBytes / ranks) {
     return invalidArgument(name() + ": count " + std::to_string(args.count) +
                            " overflows the addressable size");
   }

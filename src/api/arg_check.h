@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "core/comm.h"
-#include "core/op.h"
-#include "core/status.h"
+#include "base/call.h"
+#include "base/status.h"
 
 namespace weft::api {
 

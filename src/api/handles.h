@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/comm.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "weft/weft.h"
 
 namespace weft::api {

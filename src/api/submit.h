@@ -7,7 +7,7 @@
 #include "api/handles.h"
 #include "core/comm.h"
 #include "core/completion.h"
-#include "core/op.h"
+#include "base/call.h"
 
 // A request keeps its executor alive, so that waiting on it can help run the queue even while
 // the communicator is being destroyed (destroy drains the queue first, so nothing runs on a freed

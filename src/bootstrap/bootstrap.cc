@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "bootstrap/rendezvous_wire.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "net/acceptor.h"
 #include "net/socket.h"
 #include "net/wire.h"

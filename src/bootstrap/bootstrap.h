@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "bootstrap/unique_id.h"
-#include "core/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 
 namespace weft::bootstrap {
 

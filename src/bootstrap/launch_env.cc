@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace weft::bootstrap {
 namespace {

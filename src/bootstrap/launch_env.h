@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "net/address.h"
 #include "net/auth.h"
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 #include "net/address.h"
 
 namespace weft::bootstrap::rendezvous {

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "bootstrap/rendezvous_wire.h"
-#include "core/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 #include "net/address.h"
 #include "net/auth.h"
 #include "net/server_handshake.h"

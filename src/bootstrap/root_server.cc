@@ -17,7 +17,7 @@
 
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/root_connection.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "net/socket.h"
 
 namespace weft::bootstrap {

@@ -10,8 +10,8 @@
 
 #include <memory>
 
-#include "core/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 #include "net/address.h"
 #include "net/auth.h"
 

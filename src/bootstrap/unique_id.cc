@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "bootstrap/root_server.h"
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 namespace weft::bootstrap {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "net/address.h"
 #include "net/auth.h"
 #include "weft/weft.h"

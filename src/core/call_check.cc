@@ -67,8 +67,8 @@ std::string describe(const CallSummary& s) {
   const std::string seq = " as collective #" + std::to_string(s.seq);
   if (coll == CollType::kBarrier) return "barrier()" + seq;
   std::string text = std::string(collName(coll)) + "(count " + std::to_string(s.count) + ", " +
-                     reduce::typeName(static_cast<weftDataType_t>(s.type));
-  if (usesOp(coll)) text += std::string(", ") + reduce::opName(static_cast<weftRedOp_t>(s.op));
+                     typeName(static_cast<weftDataType_t>(s.type));
+  if (usesOp(coll)) text += std::string(", ") + opName(static_cast<weftRedOp_t>(s.op));
   if (usesRoot(coll)) text += ", root " + std::to_string(s.root);
   if (s.device) text += ", device memory";
   return text + ")" + seq;

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "algos/algo_context.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/gpu_state.h"
 #include "topo/host_id.h"
 #include "topo/machine.h"

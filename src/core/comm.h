@@ -13,9 +13,9 @@
 #include "bootstrap/bootstrap.h"
 #include "core/config.h"
 #include "core/executor.h"
-#include "core/fabric.h"
-#include "core/peer_info.h"
-#include "core/status.h"
+#include "fabric/fabric.h"
+#include "bootstrap/peer_info.h"
+#include "base/status.h"
 #include "tune/select.h"
 
 namespace weft {

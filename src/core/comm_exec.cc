@@ -7,7 +7,7 @@
 #include "algos/algorithms.h"
 #include "core/call_check.h"
 #include "core/comm.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/device_op.h"
 #include "reduce/reduce.h"
 #include "tune/select.h"
@@ -24,7 +24,7 @@ uint64_t tagBaseFor(uint64_t seq) {
 
 // "two_level_leader/ring 812 us (ring 1630, tree 900, ...)": the choice and the alternatives.
 void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
-  const size_t bytes = args.count * reduce::typeSize(args.type) *
+  const size_t bytes = args.count * typeSize(args.type) *
                        (args.coll == CollType::kAllGather ? comm->nranks : 1);
   std::string text = algoName(plan.algo);
   if (plan.algo == AlgoId::kTwoLevelLeader || plan.algo == AlgoId::kTwoLevelSplit) {
@@ -43,7 +43,7 @@ void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
       text += std::string(" ") + algoName(candidate.algo) + number;
     }
   }
-  WEFT_INFO("%s of %zu bytes (%s): %s", collName(args.coll), bytes, reduce::typeName(args.type),
+  WEFT_INFO("%s of %zu bytes (%s): %s", collName(args.coll), bytes, typeName(args.type),
             text.c_str());
 }
 
@@ -70,7 +70,7 @@ Status runCollective(weftComm* comm, const CollArgs& args) {
   comm->resources->setTagBase(tagBaseFor(seq));
   WEFT_TRACE("rank %d: %s #%llu %s count %zu %s", comm->rank, collName(args.coll),
              static_cast<unsigned long long>(seq), algoName(plan.algo), args.count,
-             reduce::typeName(args.type));
+             typeName(args.type));
   AlgoContext context(*comm->fabric, *comm->resources, comm->layout.nodes, comm->rank, comm->nranks,
                       args, plan);
   Status result = run(context);
@@ -86,7 +86,7 @@ void postPointToPoint(weftComm* comm, const CollArgs& args) {
   xfer->kind = sending ? Xfer::Kind::kSend : Xfer::Kind::kRecv;
   xfer->peer = peer;
   xfer->buf = sending ? const_cast<void*>(args.send) : args.recv;
-  xfer->bytes = args.count * reduce::typeSize(args.type);
+  xfer->bytes = args.count * typeSize(args.type);
   xfer->tag = kPointToPointBit | tagBaseFor(counter++);
   comm->resources->posted().push_back(xfer);
   comm->fabric->post(xfer);

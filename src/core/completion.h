@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft {
 

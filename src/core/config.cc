@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace weft {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "tune/select.h"
 #include "weft/weft.h"
 

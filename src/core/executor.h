@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "core/completion.h"
-#include "core/op.h"
-#include "core/status.h"
+#include "base/call.h"
+#include "base/status.h"
 
 namespace weft {
 namespace device {

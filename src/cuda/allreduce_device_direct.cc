@@ -9,7 +9,7 @@ namespace weft::device {
 Status allReduceDirect(const DirectContext& context) {
   const CollArgs& call = context.call;
   const int n = context.comm->nranks;
-  const Share share = shareOf(call.count, reduce::typeSize(call.type), n, context.comm->rank);
+  const Share share = shareOf(call.count, typeSize(call.type), n, context.comm->rank);
   std::vector<const void*> srcs;
   std::vector<void*> dsts;
   for (int peer = 0; peer < n; ++peer) {

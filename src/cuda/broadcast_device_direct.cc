@@ -8,7 +8,7 @@ namespace weft::device {
 Status broadcastDirect(const DirectContext& context) {
   const CollArgs& call = context.call;
   const int n = context.comm->nranks;
-  const Share share = shareOf(call.count, reduce::typeSize(call.type), n, context.comm->rank);
+  const Share share = shareOf(call.count, typeSize(call.type), n, context.comm->rank);
   std::vector<void*> dsts;
   for (int peer = 0; peer < n; ++peer) {
     dsts.push_back(elementsIn(context, context.buffers.recv[peer], share.first));

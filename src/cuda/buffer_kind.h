@@ -3,8 +3,8 @@
 #pragma once
 
 #include "core/comm.h"
-#include "core/op.h"
-#include "core/status.h"
+#include "base/call.h"
+#include "base/status.h"
 #include "cuda/gpu_state.h"
 
 namespace weft::device {

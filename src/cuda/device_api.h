@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "weft/weft.h"
 
 namespace weft::device {

@@ -170,7 +170,7 @@ Status reduceOnGpu(const DirectContext& context, const std::vector<void*>& dsts,
 
 const void* elementsIn(const DirectContext& context, const void* ptr, size_t elements) {
   if (ptr == nullptr) return nullptr;
-  return static_cast<const char*>(ptr) + elements * reduce::typeSize(context.call.type);
+  return static_cast<const char*>(ptr) + elements * typeSize(context.call.type);
 }
 
 void* elementsIn(const DirectContext& context, void* ptr, size_t elements) {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/device_direct.h"
 #include "cuda/device_scope.h"
 #include "cuda/gpu_state.h"
@@ -55,7 +55,7 @@ void logPath(weftComm* comm, const Op& op, const std::string& path) {
   if (!comm->gpu->firstTime(key)) return;
   const std::string what = op.group.empty() ? std::string(collName(call.coll)) : "group";
   WEFT_INFO("%s of %zu bytes (%s) on device buffers: %s", what.c_str(),
-            call.count * reduce::typeSize(call.type), reduce::typeName(call.type), path.c_str());
+            call.count * typeSize(call.type), typeName(call.type), path.c_str());
 }
 
 Status runOnDevice(weftComm* comm, const Op& op, const StagingPlan& plan, const Deadline& deadline,

@@ -12,7 +12,7 @@
 
 #include "core/comm.h"
 #include "core/executor.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft::device {
 

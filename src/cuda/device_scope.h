@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/comm.h"
-#include "core/deadline.h"
+#include "base/deadline.h"
 #include "cuda/gpu_state.h"
 
 namespace weft::device {

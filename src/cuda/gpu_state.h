@@ -12,7 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "cuda/device_api.h"
 
 namespace weft::device {

@@ -23,7 +23,7 @@ class Pipeline {
   Pipeline(DeviceScope& scope, const CollArgs& call, const CollArgs& host, const StagingPlan& plan,
            char* base, const CallExtents& extents)
       : scope_(scope), call_(call), host_(host), plan_(plan), base_(base), extents_(extents) {
-    typeSize_ = reduce::typeSize(call.type);
+    typeSize_ = typeSize(call.type);
     chunkElements_ = std::max<size_t>(1, kStagingChunkBytes / typeSize_);
     chunks_ = (call.count + chunkElements_ - 1) / chunkElements_;
   }
@@ -95,7 +95,7 @@ bool pipelineApplies(const Op& op) {
   const bool elementWise = call.coll == CollType::kAllReduce || call.coll == CollType::kBroadcast ||
                            call.coll == CollType::kReduce;
   // From the call's shape alone, which every rank shares, so every rank chunks alike.
-  return elementWise && call.count * reduce::typeSize(call.type) >= 2 * kStagingChunkBytes;
+  return elementWise && call.count * typeSize(call.type) >= 2 * kStagingChunkBytes;
 }
 
 Status runPipelined(weftComm* comm, DeviceScope& scope, const Op& op, const StagingPlan& plan,

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/executor.h"
-#include "core/op.h"
+#include "base/call.h"
 
 namespace weft::device {
 

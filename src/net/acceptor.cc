@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "net/server_handshake.h"
 
 namespace weft::net {

@@ -37,8 +37,8 @@
 #include <functional>
 #include <string>
 
-#include "core/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 #include "net/address.h"
 #include "net/auth.h"
 #include "net/socket.h"

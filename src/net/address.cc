@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/env.h"
+#include "base/env.h"
 #include "net/wire.h"
 
 namespace weft::net {

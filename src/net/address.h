@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft::net {
 

@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 
 namespace weft::net {
 

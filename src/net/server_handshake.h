@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "net/auth.h"
 
 namespace weft::net {

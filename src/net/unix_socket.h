@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 #include "net/socket.h"
 
 namespace weft::net {

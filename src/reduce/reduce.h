@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "base/datatype.h"
 #include "weft/weft.h"
 
 namespace weft::reduce {
@@ -17,12 +18,6 @@ ReduceFn kernelFor(weftDataType_t type, weftRedOp_t op);
 // toward zero, as C does), floating-point values are multiplied by 1/nranks computed in the
 // element's accumulation type (double for float64, float otherwise) and rounded to nearest even.
 void finishAvg(void* buf, size_t count, weftDataType_t type, int nranks);
-
-size_t typeSize(weftDataType_t type);
-const char* typeName(weftDataType_t type);  // "float32", "bfloat16", ...
-const char* opName(weftRedOp_t op);         // "sum", "prod", "max", "min", "avg"
-bool isValidType(int type);
-bool isValidOp(int op);
 
 // The instruction set the kernels dispatch to on this CPU ("avx512", "avx2", "baseline").
 const char* isaName();

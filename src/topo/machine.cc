@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 #ifdef WEFT_HAVE_HWLOC
 #include <hwloc.h>

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/env.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 namespace weft::tune {
 namespace {

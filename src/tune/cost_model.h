@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/op.h"
-#include "core/status.h"
+#include "base/call.h"
+#include "base/status.h"
 #include "topo/node_layout.h"
-#include "tune/plan.h"
+#include "algos/plan.h"
 
 namespace weft::tune {
 

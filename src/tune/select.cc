@@ -45,7 +45,7 @@ AlgoId defaultOneHostAlgo(const CollArgs& args, const Layout& layout, size_t byt
 }
 
 AlgoId defaultAlgo(const CollArgs& args, const Layout& layout) {
-  const size_t bytes = args.count * reduce::typeSize(args.type);
+  const size_t bytes = args.count * typeSize(args.type);
   const int nranks = layout.nranks;
   if (layout.oneHostShm && nranks > 1) {
     AlgoId direct = defaultOneHostAlgo(args, layout, bytes);
@@ -103,7 +103,7 @@ bool parseRange(const std::string& text, SizeRule* rule) {
 }
 
 size_t messageBytes(const CollArgs& args, int nranks) {
-  size_t bytes = args.count * reduce::typeSize(args.type);
+  size_t bytes = args.count * typeSize(args.type);
   return args.coll == CollType::kAllGather ? bytes * nranks : bytes;
 }
 
@@ -204,7 +204,7 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
   Plan plan;
   plan.sliceBytes = sliceBytes;
   const size_t bytes = messageBytes(args, layout.nranks);
-  const size_t callBytes = args.count * reduce::typeSize(args.type);
+  const size_t callBytes = args.count * typeSize(args.type);
   std::optional<AlgoId> forced = overrides.byColl[static_cast<int>(args.coll)];
   for (const SizeRule& rule : overrides.bySize[static_cast<int>(args.coll)]) {
     if (callBytes >= rule.minBytes && callBytes < rule.maxBytes) {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/op.h"
-#include "core/status.h"
+#include "base/call.h"
+#include "base/status.h"
 #include "topo/node_layout.h"
 #include "tune/cost_model.h"
-#include "tune/plan.h"
+#include "algos/plan.h"
 
 namespace weft {
 

@@ -477,11 +477,11 @@ Status FakeDevice::checkReduction(const Reduction& r, std::vector<Resolved>* dst
                            "; it must be in 1.." + std::to_string(device::kMaxReduceSources));
   }
   if (r.srcs == nullptr) return invalidArgument("reduceAsync: srcs is null");
-  if (!reduce::isValidType(r.type)) {
+  if (!isValidType(r.type)) {
     return invalidArgument("reduceAsync: type " + std::to_string(int(r.type)) +
                            " is not a weft data type");
   }
-  if (!reduce::isValidOp(r.op)) {
+  if (!isValidOp(r.op)) {
     return invalidArgument("reduceAsync: op " + std::to_string(int(r.op)) +
                            " is not a weft reduction");
   }
@@ -491,9 +491,9 @@ Status FakeDevice::checkReduction(const Reduction& r, std::vector<Resolved>* dst
   }
   if (r.op != weftAvg && r.avgDivisor != 1) {
     return invalidArgument("reduceAsync: avgDivisor is " + std::to_string(r.avgDivisor) +
-                           " for op " + reduce::opName(r.op) + "; only avg divides (pass 1)");
+                           " for op " + opName(r.op) + "; only avg divides (pass 1)");
   }
-  const size_t elementBytes = reduce::typeSize(r.type);
+  const size_t elementBytes = typeSize(r.type);
   if (r.count > std::numeric_limits<size_t>::max() / elementBytes) {
     return invalidArgument("reduceAsync: count " + std::to_string(r.count) + " is too large");
   }
@@ -540,7 +540,7 @@ Status FakeDevice::reduceAsync(const Reduction& reduction, Stream stream) {
   const weftRedOp_t op = reduction.op;
   const int divisor = reduction.avgDivisor;
   enqueue(state.get(), [dsts, srcs, count, type, op, divisor] {
-    const size_t bytes = count * reduce::typeSize(type);
+    const size_t bytes = count * typeSize(type);
     if (bytes == 0) return;
     // Accumulating apart makes any exact aliasing of destinations and sources safe.
     std::vector<char> sum(srcs[0].address, srcs[0].address + bytes);

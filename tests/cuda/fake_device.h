@@ -41,7 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "cuda/device_api.h"
 
 namespace weft::test {

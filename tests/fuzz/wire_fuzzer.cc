@@ -14,7 +14,7 @@
 
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/unique_id.h"
-#include "core/peer_info.h"
+#include "bootstrap/peer_info.h"
 #include "net/address.h"
 #include "net/auth.h"
 

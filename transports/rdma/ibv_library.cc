@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace weft::rdma {
 namespace {

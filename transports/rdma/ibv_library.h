@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft::rdma {
 

@@ -19,7 +19,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft::rdma {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft::rdma {
 

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "net/acceptor.h"
 #include "net/address.h"
 #include "net/auth.h"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "transports/rdma/ibv_library.h"
 #include "transports/rdma/port_choice.h"
 

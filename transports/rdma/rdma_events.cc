@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transports/rdma/rdma_internal.h"
 #include "transports/side_link.h"
 

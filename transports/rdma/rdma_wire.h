@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft::rdma {
 

@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "net/acceptor.h"
 #include "net/auth.h"
 #include "net/unix_socket.h"

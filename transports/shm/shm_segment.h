@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft::shm {
 

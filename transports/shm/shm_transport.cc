@@ -11,7 +11,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transports/shm/shm_internal.h"
 #include "transports/side_link.h"
 

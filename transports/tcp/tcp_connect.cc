@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "net/acceptor.h"
 #include "net/address.h"
 #include "net/auth.h"

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "transports/intrusive_queue.h"
 #include "transports/tcp/tcp_wire.h"
 #include "transports/transport.h"

@@ -7,7 +7,7 @@
 
 #include <new>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transports/tcp/tcp_internal.h"
 
 namespace weft::tcp {

@@ -5,8 +5,8 @@
 #include <cstdlib>
 
 #include "core/config.h"
-#include "core/env.h"
-#include "core/peer_info.h"
+#include "base/env.h"
+#include "bootstrap/peer_info.h"
 #include "scoped_env.h"
 
 namespace weft {

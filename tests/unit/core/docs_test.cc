@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace weft {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace weft {
 

@@ -1,4 +1,4 @@
-#include "core/peer_info.h"
+#include "bootstrap/peer_info.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
-#include "core/op.h"
+#include "base/call.h"
 
-#include "reduce/reduce.h"
+#include "base/datatype.h"
 
 namespace weft {
 
@@ -37,7 +37,7 @@ bool isPointToPoint(CollType coll) {
 }
 
 CallExtents callExtents(const CollArgs& args, int nranks, int rank) {
-  const size_t one = args.count * reduce::typeSize(args.type);
+  const size_t one = args.count * typeSize(args.type);
   const size_t all = one * static_cast<size_t>(nranks);
   const bool root = rank == args.root;
   switch (args.coll) {

@@ -1,4 +1,4 @@
-#include "core/log.h"
+#include "base/log.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "core/env.h"
+#include "base/env.h"
 
 namespace weft::log {
 namespace {

@@ -1,10 +1,10 @@
-#include "core/env.h"
+#include "base/env.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 
 namespace weft::env {
 namespace {

@@ -1,4 +1,4 @@
-#include "tune/plan.h"
+#include "algos/plan.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "core/fabric.h"
+#include "fabric/fabric.h"
 
 #include <sched.h>
 #include <sys/epoll.h>
@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "topo/process_state.h"
 
 namespace weft {
