@@ -5,7 +5,8 @@ The order and its exceptions are read from the two tables in docs/ARCHITECTURE.m
 between the `layers:` and `exceptions:` markers), so the document and the check cannot drift
 apart. A file may include its own layer and any layer below it, except that the programs above the
 public API may include nothing of the library beneath it; any other include is an error unless an
-exception row names the including path (a file or a folder) and the included one.
+exception row names the including path (a file or a folder) and the included one. Private folders (a third table) may be included only from the paths their row names,
+whatever the layers: the concrete transports, say, only from the wiring that chooses them.
 
   scripts/check_layers.py            check; exit 1 on violations
   scripts/check_layers.py --graph    also print the folder-level include graph
@@ -63,6 +64,19 @@ def read_exceptions(text):
     return exceptions
 
 
+def read_private(text):
+    """[(folder, [path prefixes allowed to include it])]."""
+    private = []
+    for cells in table_rows(text, "<!-- private:"):
+        folders = [p.rstrip("/") for p in PATH_CELL.findall(cells[0])]
+        allowed = [p.rstrip("/") for p in PATH_CELL.findall(cells[1])]
+        if len(folders) != 1 or not allowed or len(cells) < 3 or not cells[2]:
+            raise SystemExit(f"check_layers: a private row needs one folder, who may include "
+                             f"it and a reason: {cells}")
+        private.append((folders[0], allowed))
+    return private
+
+
 def under(path, prefix):
     return path == prefix or path.startswith(prefix + "/")
 
@@ -105,6 +119,7 @@ def main():
         text = doc.read()
     layers = read_layers(text)
     exceptions = read_exceptions(text)
+    private = read_private(text)
     public = next((i for i, (name, _) in enumerate(layers) if name == "public API"), None)
     if public is None:
         raise SystemExit("check_layers: no 'public API' layer in docs/ARCHITECTURE.md")
@@ -131,6 +146,11 @@ def main():
                     continue
                 if their_prefix != my_prefix:
                     edges[(my_prefix, their_prefix)] += 1
+                for folder, allowed in private:
+                    if under(target, folder) and not under(path, folder) and \
+                            not any(under(path, a) for a in allowed):
+                        violations.append(f"{path}:{number}: includes {target}: {folder}/ "
+                                          f"is private to " + ", ".join(allowed))
                 # Programs stand on the public API: they may not reach past it into the
                 # library, even though its layers lie below them.
                 climbs = theirs < mine
@@ -143,7 +163,7 @@ def main():
                 if allowed:
                     used.update(allowed)
                     continue
-                rule = "uses the public API only" if bypasses else \
+                rule = "may use only the public API" if bypasses else \
                     f"may not include {layers[theirs][0]}"
                 violations.append(f"{path}:{number}: includes {target}: "
                                   f"{layers[mine][0]} {rule}")

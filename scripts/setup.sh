@@ -10,6 +10,7 @@ packages=(
   libhwloc-dev                          # machine topology (cores, NUMA, NICs)
   libibverbs-dev                        # the rdma transport's headers (libibverbs is dlopen'ed)
   iproute2 procps                       # network namespaces and process checks in tests
+  python3                               # the layer check (scripts/check_layers.py)
 )
 # The torch.distributed backend (bindings/torch) and its tests; WEFT_SETUP_NO_TORCH=1 skips them
 # (the backend is then not built).

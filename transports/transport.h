@@ -24,7 +24,7 @@
 
 namespace weft {
 
-class SharedWindows;  // transports/shared_windows.h
+class TransportCapabilities;  // transports/capabilities.h
 
 // Room every Xfer reserves for the transport handling it, so posting allocates nothing.
 constexpr size_t kXferScratchBytes = 1152;
@@ -70,14 +70,6 @@ class Transport {
   // After it: establish authenticated connections with each rank in `peers` (all ranks whose
   // pairs this transport serves; they call connect with this rank in their list).
   virtual Status connect(const ConnectContext& context, const std::vector<int>& peers) = 0;
-  // The communicator finished an operation (one call or a group): from now on the user may
-  // free the buffers it was given, so a transport that registered them with hardware (rdma's
-  // zero-copy path) lets those registrations go.
-  virtual void operationDone() {}
-  // Memory the library itself passed in transfers is about to be freed (a staging buffer that
-  // grows), even in the middle of an operation.
-  virtual void memoryFreed(const void* /*buf*/, size_t /*bytes*/) {}
-
   virtual void post(Xfer* xfer) = 0;
   // Advances transfers. A peer that vanished fails the transfers that involve it, and the
   // return value reports it (naming the peer) even when no transfer was pending on it.
@@ -86,15 +78,6 @@ class Transport {
   // try its pending transfers (cheaper than asking the kernel what is ready first).
   virtual Status progress(bool woken) = 0;
   virtual int waitFd() const = 0;
-  // The caller is about to sleep on waitFd(). A transport whose peers write to memory rather
-  // than to a socket (shm) announces the sleep there, so that they know to wake it, and returns
-  // false when work has arrived meanwhile (the caller then polls again instead of sleeping).
-  virtual bool prepareToSleep() { return true; }
-  // The caller stopped sleeping (woken or not); undo prepareToSleep().
-  virtual void finishSleep() {}
-  // Memory all ranks of this host can read and write, for the direct algorithms; nullptr when
-  // the transport has none.
-  virtual SharedWindows* windows() { return nullptr; }
   // Where a failure started, as far as this transport can tell: first it reads the failure
   // notices peers have already sent, then returns the culprit the first notice named (or the
   // notifier, after a timeout or an abort there), else the first peer whose connection broke.
@@ -107,6 +90,8 @@ class Transport {
   virtual void announceFailure(int culprit) = 0;
   // graceful: tell peers this rank is leaving on purpose (so they do not report it as dead).
   virtual void close(bool graceful) = 0;
+  // What this transport does beyond the above (transports/capabilities.h), or nullptr.
+  virtual TransportCapabilities* capabilities() { return nullptr; }
 };
 
 }  // namespace weft

@@ -172,4 +172,13 @@ int64_t getInt(const char* name) {
   return parsed;
 }
 
+Status getBounded(const char* name, int64_t min, int64_t max, int64_t* out) {
+  *out = getInt(name);
+  if (*out < min || *out > max) {
+    return invalidArgument(std::string(name) + " must be in " + std::to_string(min) + ".." +
+                           std::to_string(max) + ", got " + std::to_string(*out));
+  }
+  return Status::ok();
+}
+
 }  // namespace weft::env

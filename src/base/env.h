@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include "base/status.h"
+
 namespace weft::env {
 
 struct Variable {
@@ -25,5 +27,7 @@ std::string getString(const char* name);
 // Parsed as an integer; an unparsable value is reported once as a warning and the default used.
 int64_t getInt(const char* name);
 bool isSet(const char* name);
+// getInt() within [min, max], or weftInvalidArgument naming the variable and the bounds.
+Status getBounded(const char* name, int64_t min, int64_t max, int64_t* out);
 
 }  // namespace weft::env

@@ -9,16 +9,10 @@
 
 #include "algos/algo_context.h"
 #include "base/log.h"
-#include "cuda/gpu_state.h"
 #include "topo/host_id.h"
 #include "topo/machine.h"
 #include "topo/process_state.h"
-#ifdef WEFT_HAVE_RDMA
-#include "transports/rdma/rdma_transport.h"
-#include "transports/rdma/rdma_wire.h"
-#endif
-#include "transports/shm/shm_transport.h"
-#include "transports/tcp/tcp_transport.h"
+#include "transports/wiring.h"
 #include "tune/calibrate.h"
 
 namespace weft {
@@ -55,118 +49,29 @@ Status exchangeDescriptions(weftComm* comm, PeerInfo self, const bootstrap::Uniq
   return Status::ok();
 }
 
-// Which transport serves which peers: shm between ranks with the same host identity, the
-// network (rdma or tcp) otherwise; WEFT_TRANSPORT=tcp or rdma puts every peer on that network
-// transport, WEFT_TRANSPORT=shm requires one host.
-Status routePeers(const weftComm& comm, std::vector<int>* shmPeers, std::vector<int>* netPeers) {
-  const uint64_t myHost = comm.peers[comm.rank].hostId;
-  const std::string& forced = comm.config.transport;
-  for (const PeerInfo& peer : comm.peers) {
-    if (peer.rank == comm.rank) continue;
-    bool local = peer.hostId == myHost;
-    if (forced == "shm" && !local) {
-      return invalidUsage("WEFT_TRANSPORT=shm, but " + peer.describe() +
-                          " is on another host (host identities differ)");
-    }
-    (local && (forced.empty() || forced == "shm") ? shmPeers : netPeers)->push_back(peer.rank);
-  }
-  return Status::ok();
-}
-
-Status connectTransport(weftComm* comm, std::unique_ptr<Transport> transport,
-                        const std::vector<int>& peers, const std::vector<std::string>& names,
-                        std::vector<std::string> addresses, Deadline deadline) {
-  if (peers.empty()) {
-    transport->close(false);
-    return Status::ok();
-  }
-  ConnectContext context;
+// Routes and connects every peer (transports/wiring.h), attaching each transport to the fabric.
+Status connectPeers(weftComm* comm, TransportWiring& wiring, Deadline deadline) {
+  WiringContext context;
   context.rank = comm->rank;
-  context.nranks = comm->nranks;
-  context.peerNames = names;
   context.secret = comm->bootstrap->secret();
   context.commId = comm->bootstrap->commId();
   context.deadline = deadline;
-  context.addresses = std::move(addresses);
-  WEFT_TRY(transport->connect(context, peers));
-  return comm->fabric->attach(std::move(transport), peers);
-}
-
-std::vector<std::string> publishedAddresses(const weftComm& comm, std::string PeerInfo::*address) {
-  std::vector<std::string> addresses;
-  for (const PeerInfo& peer : comm.peers) addresses.push_back(peer.*address);
-  return addresses;
-}
-
-#ifdef WEFT_HAVE_RDMA
-rdma::RdmaOptions rdmaOptions(const CommConfig& config) {
-  rdma::RdmaOptions options;
-  options.device.hcaFilter = config.ibHca;
-  options.device.gidIndex = config.ibGidIndex;
-  options.slots = config.rdmaSlots;
-  options.slotBytes = config.rdmaSlotBytes;
-  options.zeroCopyMinBytes = config.rdmaZeroCopyMinBytes;
-  options.registrationCacheBytes = config.rdmaRegistrationCacheBytes;
-  return options;
-}
-
-// RDMA is probed only where it could serve (peers on other hosts, or WEFT_TRANSPORT=rdma), so
-// single-host communicators never load libibverbs. Every rank then shares its side address
-// (empty when it has no usable port) and rdma carries the network peers only if every rank
-// has one: a partial choice would leave pairs that speak different transports.
-Status setUpRdma(weftComm* comm, const std::vector<int>& netPeers,
-                 const std::vector<std::string>& names, Deadline deadline, bool* used) {
-  *used = false;
-  const bool forced = comm->config.transport == "rdma";
-  auto transport = rdma::createRdmaTransport(rdmaOptions(comm->config));
-  std::string mine;
-  Status listened = transport->listen(&mine);
-  if (!listened.isOk()) mine.assign(rdma::kAddressBytes, '\0');
-  std::string all(rdma::kAddressBytes * comm->nranks, '\0');
-  WEFT_TRY(comm->bootstrap->allgather(mine.data(), rdma::kAddressBytes, all.data(), deadline)
-               .withContext("sharing rdma addresses"));
-  std::vector<std::string> addresses;
-  std::string why =
-      listened.isOk() ? "" : "RDMA is unavailable on this rank: " + listened.message();
-  for (int r = 0; r < comm->nranks; ++r) {
-    addresses.push_back(all.substr(r * rdma::kAddressBytes, rdma::kAddressBytes));
-    if (why.empty() && addresses.back()[0] == '\0') {
-      why = comm->peers[r].describe() + " has no usable RDMA port";
-    }
+  bootstrap::Bootstrap* ring = comm->bootstrap.get();
+  context.allgather = [ring, deadline](const void* mine, size_t bytes, void* out) {
+    return ring->allgather(mine, bytes, out, deadline);
+  };
+  Fabric* fabric = comm->fabric.get();
+  context.attach = [fabric](std::unique_ptr<Transport> transport, const std::vector<int>& peers) {
+    return fabric->attach(std::move(transport), peers);
+  };
+  WEFT_TRY(wiring.connect(context, comm->peers));
+  comm->networkTransport = wiring.networkTransport();
+  comm->localRanks = wiring.localRanks();
+  // A network served by rdma gets rdma's link costs, unless WEFT_TUNE_NET described it.
+  if (comm->networkTransport == "rdma" && !comm->config.rdmaNetCostSet) {
+    comm->config.costs.net = comm->config.costs.rdma;
   }
-  if (!why.empty()) {
-    transport->close(false);
-    if (forced) return invalidUsage("WEFT_TRANSPORT=rdma, but " + why);
-    WEFT_INFO("net: %s; using tcp", why.c_str());
-    return Status::ok();
-  }
-  WEFT_TRY(connectTransport(comm, std::move(transport), netPeers, names, std::move(addresses),
-                            deadline));
-  *used = true;
   return Status::ok();
-}
-#endif
-
-// Connects the peers of other hosts (all peers when a network transport is forced) over rdma
-// where it can, else tcp.
-Status connectNetwork(weftComm* comm, std::unique_ptr<Transport> tcp,
-                      const std::vector<int>& netPeers, const std::vector<std::string>& names,
-                      Deadline deadline) {
-  bool rdmaUsed = false;
-#ifdef WEFT_HAVE_RDMA
-  const std::string& forced = comm->config.transport;
-  if (forced == "rdma" || (forced.empty() && !netPeers.empty())) {
-    WEFT_TRY(setUpRdma(comm, netPeers, names, deadline, &rdmaUsed));
-  }
-#endif
-  comm->networkTransport = rdmaUsed ? "rdma" : "tcp";
-  if (rdmaUsed) {
-    tcp->close(false);
-    if (!comm->config.rdmaNetCostSet) comm->config.costs.net = comm->config.costs.rdma;
-    return Status::ok();
-  }
-  return connectTransport(comm, std::move(tcp), netPeers, names,
-                          publishedAddresses(*comm, &PeerInfo::tcpAddress), deadline);
 }
 
 }  // namespace
@@ -187,18 +92,8 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   self.pid = static_cast<int32_t>(getpid());
   self.startTicks = topo::selfStartTicks();
   self.hostName = topo::hostName();
-  // Both transports become reachable before the layout is known; the one without peers closes.
-  std::unique_ptr<Transport> tcp;
-  std::unique_ptr<Transport> shm;
-  if (nranks > 1) {
-    tcp = tcp::createTcpTransport(tcp::TcpOptions{config.socketsPerPeer});
-    WEFT_TRY(tcp->listen(&self.tcpAddress));
-    if (config.transport.empty() || config.transport == "shm") {
-      shm = shm::createShmTransport(
-          shm::ShmOptions{config.shmWindowBytes, config.shmCrossMemoryMinBytes});
-      WEFT_TRY(shm->listen(&self.shmAddress));
-    }
-  }
+  std::unique_ptr<TransportWiring> wiring;
+  if (nranks > 1) WEFT_TRY(TransportWiring::listen(config.transports, &self, &wiring));
   WEFT_TRY(exchangeDescriptions(comm.get(), self, id, deadline));
 
   std::vector<std::string> names;
@@ -215,22 +110,13 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   }
   comm->fabric->setLocalProcesses(std::move(local));
   choosePolling(*comm);
-  if (nranks > 1) {
-    std::vector<int> shmPeers, netPeers;
-    WEFT_TRY(routePeers(*comm, &shmPeers, &netPeers));
-    if (shm) {
-      WEFT_TRY(connectTransport(comm.get(), std::move(shm), shmPeers, names,
-                                publishedAddresses(*comm, &PeerInfo::shmAddress), deadline));
-    }
-    WEFT_TRY(connectNetwork(comm.get(), std::move(tcp), netPeers, names, deadline));
-    comm->localRanks = static_cast<int>(shmPeers.size()) + 1;
-  }
+  if (wiring) WEFT_TRY(connectPeers(comm.get(), *wiring, deadline));
   comm->layout.nranks = nranks;
   std::vector<uint64_t> hostIds;
   for (const PeerInfo& peer : comm->peers) hostIds.push_back(peer.hostId);
   comm->layout.nodes = topo::buildNodeLayout(hostIds);
   comm->layout.cost = tune::buildCostLayout(comm->layout.nodes,
-                                            config.transport.empty() || config.transport == "shm");
+                                            config.transports.forced.empty() || config.transports.forced == "shm");
   std::vector<uint64_t> machineIds;
   std::vector<int> cores;
   for (const PeerInfo& peer : comm->peers) {
@@ -274,9 +160,9 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
     WEFT_INFO("comm %s: %s; %s, timeout %lld s",
               config.commName.empty() ? "-" : config.commName.c_str(),
               comm->layout.nodes.summary().c_str(),
-              config.transport.empty()
+              config.transports.forced.empty()
                   ? ("shm within hosts, " + comm->networkTransport + " between them").c_str()
-                  : ("transport " + config.transport).c_str(),
+                  : ("transport " + config.transports.forced).c_str(),
               static_cast<long long>(config.timeoutMs / 1000));
   }
   *out = comm.release();

@@ -12,6 +12,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/config.h"
+#include "core/device_layer.h"
 #include "core/executor.h"
 #include "fabric/fabric.h"
 #include "bootstrap/peer_info.h"
@@ -20,9 +21,6 @@
 
 namespace weft {
 class OpResources;
-namespace device {
-class GpuState;
-}
 }  // namespace weft
 
 struct weftComm {
@@ -49,10 +47,10 @@ struct weftComm {
   // once per distinct call shape.
   std::unordered_map<uint64_t, weft::Plan> plans;
 
-  // The GPU side, made by the first call with device buffers or a stream (cuda/gpu_state.h);
-  // a communicator that never sees either never touches a GPU runtime.
+  // The GPU side, made by the first call with device buffers or a stream (the GPU layer's
+  // GpuState); a communicator that never sees either never touches a GPU runtime.
   std::mutex gpuMutex;
-  std::unique_ptr<weft::device::GpuState> gpu;
+  std::unique_ptr<weft::DeviceLayer> gpu;
 
   // Set once an operation fails for a reason that leaves the connections unusable.
   std::mutex failureMutex;

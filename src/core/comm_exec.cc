@@ -8,7 +8,6 @@
 #include "core/call_check.h"
 #include "core/comm.h"
 #include "base/log.h"
-#include "cuda/device_op.h"
 #include "reduce/reduce.h"
 #include "tune/select.h"
 
@@ -109,6 +108,15 @@ Status runCalls(weftComm* comm, const Op& op) {
   return comm->fabric->waitAll(comm->resources->posted().data(), pointToPoint);
 }
 
+// The GPU layer exists once a call with device buffers or a stream has been classified (before
+// the operation was queued); it runs the operation around this layer's host path.
+Status runOnDevice(weftComm* comm, const Op& op) {
+  if (!comm->gpu) {
+    return internalError("an operation on device buffers reached a communicator without a GPU");
+  }
+  return comm->gpu->run(comm, op, [comm](const Op& host) { return runCalls(comm, host); });
+}
+
 }  // namespace
 
 Status executeOp(weftComm* comm, const Op& op) {
@@ -121,10 +129,7 @@ Status executeOp(weftComm* comm, const Op& op) {
       return checked;
     }
   }
-  Status result =
-      device::needsDevice(op)
-          ? device::runDeviceOp(comm, op, [comm](const Op& host) { return runCalls(comm, host); })
-          : runCalls(comm, op);
+  Status result = needsDevice(op) ? runOnDevice(comm, op) : runCalls(comm, op);
   comm->fabric->operationDone();
   // Any failure during execution leaves connections in an unknown state (half-sent messages),
   // so the communicator is failed for good; argument errors never get this far.

@@ -15,33 +15,6 @@ bool hasField(const weftConfig_t* config, size_t fieldOffset, size_t fieldSize) 
 #define WEFT_HAS_FIELD(config, field) \
   hasField(config, offsetof(weftConfig_t, field), sizeof(config->field))
 
-// A positive integer variable within [min, max], or an error naming it.
-Status boundedEnv(const char* name, int64_t min, int64_t max, int64_t* out) {
-  *out = env::getInt(name);
-  if (*out < min || *out > max) {
-    return invalidArgument(std::string(name) + " must be in " + std::to_string(min) + ".." +
-                           std::to_string(max) + ", got " + std::to_string(*out));
-  }
-  return Status::ok();
-}
-
-Status resolveRdmaConfig(CommConfig* out) {
-  out->ibHca = env::getString("WEFT_IB_HCA");
-  int64_t value = 0;
-  WEFT_TRY(boundedEnv("WEFT_IB_GID_INDEX", -1, 255, &value));
-  out->ibGidIndex = static_cast<int>(value);
-  WEFT_TRY(boundedEnv("WEFT_RDMA_SLOTS", 2, 1024, &value));
-  out->rdmaSlots = static_cast<uint32_t>(value);
-  WEFT_TRY(boundedEnv("WEFT_RDMA_SLOT_BYTES", 4096, 16 << 20, &value));
-  if (value % 64 != 0) return invalidArgument("WEFT_RDMA_SLOT_BYTES must be a multiple of 64");
-  out->rdmaSlotBytes = static_cast<uint32_t>(value);
-  WEFT_TRY(boundedEnv("WEFT_RDMA_ZCOPY_BYTES", 0, int64_t{1} << 40, &value));
-  out->rdmaZeroCopyMinBytes = static_cast<size_t>(value);
-  WEFT_TRY(boundedEnv("WEFT_RDMA_REG_CACHE_BYTES", 0, int64_t{1} << 48, &value));
-  out->rdmaRegistrationCacheBytes = static_cast<size_t>(value);
-  return Status::ok();
-}
-
 }  // namespace
 
 Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
@@ -65,9 +38,11 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
         return invalidArgument("config.nSocks must be in 1..16, got " +
                                std::to_string(config->nSocks));
       }
-      out->socketsPerPeer = config->nSocks;
+      out->transports.socketsPerPeer = config->nSocks;
     }
-    if (WEFT_HAS_FIELD(config, transport) && config->transport) out->transport = config->transport;
+    if (WEFT_HAS_FIELD(config, transport) && config->transport) {
+      out->transports.forced = config->transport;
+    }
     if (WEFT_HAS_FIELD(config, hostId) && config->hostId) out->hostId = config->hostId;
     if (WEFT_HAS_FIELD(config, commName) && config->commName) out->commName = config->commName;
     if (WEFT_HAS_FIELD(config, checkMode) && config->checkMode != WEFT_CONFIG_UNDEF_INT) {
@@ -93,24 +68,7 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
     if (seconds <= 0) return invalidArgument("WEFT_TIMEOUT must be a positive number of seconds");
     out->timeoutMs = seconds * 1000;
   }
-  if (env::isSet("WEFT_NSOCKS")) {
-    int64_t sockets = env::getInt("WEFT_NSOCKS");
-    if (sockets < 1 || sockets > 16) return invalidArgument("WEFT_NSOCKS must be in 1..16");
-    out->socketsPerPeer = static_cast<int>(sockets);
-  }
-  if (auto transport = env::get("WEFT_TRANSPORT")) out->transport = *transport;
-  if (!out->transport.empty() && out->transport != "tcp" && out->transport != "shm" &&
-      out->transport != "rdma") {
-    return invalidArgument("transport '" + out->transport +
-                           "' is not available (known: tcp, shm, rdma)");
-  }
-#ifndef WEFT_HAVE_RDMA
-  if (out->transport == "rdma") {
-    return invalidArgument(
-        "transport 'rdma' is not available: this weft was built without the libibverbs headers");
-  }
-#endif
-  WEFT_TRY(resolveRdmaConfig(out));
+  WEFT_TRY(applyTransportEnvironment(&out->transports));
   if (auto hostId = env::get("WEFT_HOSTID")) out->hostId = *hostId;
   if (env::isSet("WEFT_CHECK")) {
     int64_t check = env::getInt("WEFT_CHECK");
@@ -135,15 +93,6 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
                            std::to_string(sliceBytes));
   }
   out->sliceBytes = static_cast<size_t>(sliceBytes);
-  int64_t windowBytes = env::getInt("WEFT_SHM_WINDOW_BYTES");
-  if (windowBytes < (64 << 10) || windowBytes > (int64_t{1} << 32)) {
-    return invalidArgument("WEFT_SHM_WINDOW_BYTES must be in 65536..4294967296, got " +
-                           std::to_string(windowBytes));
-  }
-  out->shmWindowBytes = static_cast<size_t>(windowBytes) & ~size_t{4095};
-  int64_t crossMemory = env::getInt("WEFT_SHM_CMA_MIN_BYTES");
-  if (crossMemory < 0) return invalidArgument("WEFT_SHM_CMA_MIN_BYTES must be >= 0");
-  out->shmCrossMemoryMinBytes = static_cast<size_t>(crossMemory);
   if (auto net = env::get("WEFT_TUNE_NET")) {
     WEFT_TRY(tune::parseLink(*net, &out->costs.net).withContext("WEFT_TUNE_NET"));
     out->rdmaNetCostSet = true;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "transports/transport_options.h"
 #include "tune/select.h"
 #include "weft/weft.h"
 
@@ -13,23 +14,13 @@ namespace weft {
 
 struct CommConfig {
   int64_t timeoutMs = 300000;
-  int socketsPerPeer = 1;
-  std::string transport;  // "" = automatic
   std::string hostId;     // "" = detect
   std::string commName;
   bool checkMode = false;  // compare every collective's arguments across ranks before running it
   int buffers = WEFT_BUFFERS_AUTO;  // where call buffers live (cuda/buffer_kind.h)
   int64_t spinMicros = -1;          // -1 = decide from the layout
   size_t sliceBytes = 512 * 1024;
-  size_t shmWindowBytes = 8 << 20;
-  size_t shmCrossMemoryMinBytes = 64 << 10;
-  // The rdma transport (transports/rdma/rdma_transport.h).
-  std::string ibHca;  // WEFT_IB_HCA
-  int ibGidIndex = -1;
-  uint32_t rdmaSlots = 16;
-  uint32_t rdmaSlotBytes = 64 << 10;
-  size_t rdmaZeroCopyMinBytes = 64 << 10;
-  size_t rdmaRegistrationCacheBytes = size_t{1} << 30;
+  TransportOptions transports;  // transports/transport_options.h
   bool rdmaNetCostSet = false;  // WEFT_TUNE_NET given: it describes the network whatever serves it
   AlgoOverrides algos;
   tune::CostParams costs;  // the tuner's link costs

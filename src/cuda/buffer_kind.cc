@@ -48,7 +48,7 @@ Status gpuStateFor(weftComm* comm, const char* fn, GpuState** out) {
     }
     comm->gpu = std::make_unique<GpuState>(api);
   }
-  *out = comm->gpu.get();
+  *out = gpuOf(comm);
   return Status::ok();
 }
 

@@ -18,4 +18,9 @@ Status classifyBuffers(const char* fn, weftComm* comm, CollArgs* args);
 // GPU runtime.
 Status gpuStateFor(weftComm* comm, const char* fn, GpuState** out);
 
+// The GPU state of a communicator that has one (gpuStateFor() made it).
+inline GpuState* gpuOf(const weftComm* comm) {
+  return static_cast<GpuState*>(comm->gpu.get());
+}
+
 }  // namespace weft::device

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cuda/buffer_kind.h"
 #include "cuda/gpu_state.h"
 #include "reduce/reduce.h"
 
@@ -34,7 +35,7 @@ Status runHostCall(const HostRunner& runHost, CollType coll, const void* send, v
 }
 
 BufferRecord describeMine(weftComm* comm, const CollArgs& call) {
-  GpuState* gpu = comm->gpu.get();
+  GpuState* gpu = gpuOf(comm);
   DeviceApi* api = gpu->api();
   const CallExtents extents = callExtents(call, comm->nranks, comm->rank);
   BufferRecord mine;
@@ -138,7 +139,7 @@ Status runDirect(weftComm* comm, const CollArgs& call, DirectFn run, Stream stre
   if (!directPossible(all, why)) return Status::ok();
   *ran = true;
   DirectBuffers buffers;
-  WEFT_TRY(mapAll(comm->gpu.get(), all, &buffers));
+  WEFT_TRY(mapAll(gpuOf(comm), all, &buffers));
   WEFT_TRY(run(DirectContext{comm, call, buffers, stream, waitFor}));
   return runHostCall(runHost, CollType::kBarrier, nullptr, nullptr, 0);
 }
@@ -163,7 +164,7 @@ Status reduceOnGpu(const DirectContext& context, const std::vector<void*>& dsts,
                                  srcs.data(), static_cast<int>(srcs.size()),
                                  count,       context.call.type,
                                  op,          op == weftAvg ? ranks : 1};
-  WEFT_TRY(context.comm->gpu->api()->reduceAsync(reduction, context.stream));
+  WEFT_TRY(gpuOf(context.comm)->api()->reduceAsync(reduction, context.stream));
   return context.waitFor(context.stream,
                          std::string(collName(context.call.coll)) + ": the GPU kernel");
 }

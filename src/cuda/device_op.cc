@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "cuda/device_direct.h"
 #include "cuda/device_scope.h"
+#include "cuda/buffer_kind.h"
 #include "cuda/gpu_state.h"
 #include "cuda/staged_pipeline.h"
 #include "cuda/staging_plan.h"
@@ -52,7 +53,7 @@ void logPath(weftComm* comm, const Op& op, const std::string& path) {
   const uint64_t key = std::hash<std::string>{}(path) ^ (static_cast<uint64_t>(call.coll) << 56) ^
                        (static_cast<uint64_t>(call.type) << 48) ^ call.count ^
                        (op.group.empty() ? 0 : 1ull << 63);
-  if (!comm->gpu->firstTime(key)) return;
+  if (!gpuOf(comm)->firstTime(key)) return;
   const std::string what = op.group.empty() ? std::string(collName(call.coll)) : "group";
   WEFT_INFO("%s of %zu bytes (%s) on device buffers: %s", what.c_str(),
             call.count * typeSize(call.type), typeName(call.type), path.c_str());
@@ -87,14 +88,6 @@ Status runOnDevice(weftComm* comm, const Op& op, const StagingPlan& plan, const 
 
 }  // namespace
 
-bool needsDevice(const Op& op) {
-  if (op.streamOrder) return true;
-  for (const CollArgs& call : op.calls()) {
-    if (call.deviceBuffers) return true;
-  }
-  return false;
-}
-
 Status runDeviceOp(weftComm* comm, const Op& op, const HostRunner& runHost) {
   const Deadline deadline = Deadline::after(comm->config.timeoutMs);
   StreamOrder* order = op.streamOrder.get();
@@ -109,6 +102,10 @@ Status runDeviceOp(weftComm* comm, const Op& op, const HostRunner& runHost) {
   // The results are in place (or the call failed and they never will be): the streams go on.
   if (order != nullptr) order->release();
   return result;
+}
+
+Status GpuState::run(weftComm* comm, const Op& op, const HostRunner& runHost) {
+  return runDeviceOp(comm, op, runHost);
 }
 
 }  // namespace weft::device

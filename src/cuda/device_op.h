@@ -16,9 +16,6 @@
 
 namespace weft::device {
 
-// True when op needs runDeviceOp(): a call on device buffers or a stream to order against.
-bool needsDevice(const Op& op);
-
 // Runs op through runHost() as described above. Every wait is bounded by the communicator's
 // timeout and ends early when the communicator fails or is aborted.
 Status runDeviceOp(weftComm* comm, const Op& op, const std::function<Status(const Op&)>& runHost);

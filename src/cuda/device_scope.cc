@@ -4,6 +4,8 @@
 #include <chrono>
 #include <thread>
 
+#include "cuda/buffer_kind.h"
+
 namespace weft::device {
 
 // GPU work gives no wake-up a host thread can sleep on without a runtime thread of its own, so
@@ -30,7 +32,7 @@ DeviceScope::~DeviceScope() {
 }
 
 Status DeviceScope::enter() {
-  gpu_ = comm_->gpu.get();
+  gpu_ = gpuOf(comm_);
   if (gpu_ == nullptr) return internalError("device buffers on a communicator without GPU state");
   WEFT_TRY(gpu_->api()->currentDevice(&callersDevice_));
   return gpu_->workStream(&stream_);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/device_layer.h"
 #include "cuda/device_api.h"
 
 namespace weft::device {
@@ -94,10 +95,13 @@ class IpcMappings {
   uint64_t clock_ = 0;
 };
 
-class GpuState {
+// The communicator's DeviceLayer (core/device_layer.h): core hands it every operation that
+// touches a GPU, and it runs them as device_op.h describes.
+class GpuState final : public DeviceLayer {
  public:
   explicit GpuState(DeviceApi* api) : api_(api), ipc_(api) {}
-  ~GpuState();
+  ~GpuState() override;
+  Status run(weftComm* comm, const Op& op, const HostRunner& runHost) override;
   GpuState(const GpuState&) = delete;
   GpuState& operator=(const GpuState&) = delete;
 

@@ -47,7 +47,10 @@ Status Fabric::attach(std::unique_ptr<Transport> transport, const std::vector<in
     }
   }
   for (int peer : peers) route_[peer] = transport.get();
-  if (windows_ == nullptr) windows_ = transport->windows();
+  if (TransportCapabilities* extra = transport->capabilities()) {
+    capable_.push_back(extra);
+    if (windows_ == nullptr) windows_ = extra->windows();
+  }
   transports_.push_back(std::move(transport));
   return Status::ok();
 }
@@ -178,7 +181,7 @@ bool Fabric::WaitLoop::spinOver() {
 }
 
 bool Fabric::WaitLoop::prepareSleep() {
-  auto& transports = fabric_.transports_;
+  auto& transports = fabric_.capable_;
   for (size_t i = 0; i < transports.size(); ++i) {
     if (!transports[i]->prepareToSleep()) {
       for (size_t j = 0; j < i; ++j) transports[j]->finishSleep();
@@ -189,7 +192,7 @@ bool Fabric::WaitLoop::prepareSleep() {
 }
 
 void Fabric::WaitLoop::cancelSleep() {
-  for (auto& transport : fabric_.transports_) transport->finishSleep();
+  for (TransportCapabilities* extra : fabric_.capable_) extra->finishSleep();
 }
 
 void Fabric::WaitLoop::sleep() {
@@ -255,6 +258,7 @@ void Fabric::abort() {
 
 void Fabric::close(bool graceful) {
   for (auto& transport : transports_) transport->close(graceful && failure_.isOk());
+  capable_.clear();
   transports_.clear();
   if (epollFd_ >= 0) ::close(epollFd_);
   if (abortFd_ >= 0) ::close(abortFd_);

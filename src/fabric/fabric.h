@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "transports/capabilities.h"
 #include "transports/shared_windows.h"
 #include "transports/transport.h"
 
@@ -86,12 +87,12 @@ class Fabric {
     opAlgorithm_ = algorithm;
   }
 
-  // See Transport::operationDone().
+  // See TransportCapabilities::operationDone().
   void operationDone() {
-    for (auto& transport : transports_) transport->operationDone();
+    for (TransportCapabilities* extra : capable_) extra->operationDone();
   }
   void memoryFreed(const void* buf, size_t bytes) {
-    for (auto& transport : transports_) transport->memoryFreed(buf, bytes);
+    for (TransportCapabilities* extra : capable_) extra->memoryFreed(buf, bytes);
   }
 
   // The other processes of this communicator on this machine. A timed-out wait reads their state
@@ -155,7 +156,8 @@ class Fabric {
   int nranks_;
   std::vector<std::string> peerNames_;
   std::vector<std::unique_ptr<Transport>> transports_;
-  std::vector<Transport*> route_;  // route_[peer]
+  std::vector<TransportCapabilities*> capable_;  // of the transports that have any
+  std::vector<Transport*> route_;                // route_[peer]
   std::vector<LocalProcess> localProcesses_;
   SharedWindows* windows_ = nullptr;
   std::deque<Xfer*> selfSends_;

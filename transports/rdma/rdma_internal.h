@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "net/socket.h"
+#include "transports/capabilities.h"
 #include "transports/failure_tracker.h"
 #include "transports/intrusive_queue.h"
 #include "transports/rdma/mr_cache.h"
@@ -76,7 +77,7 @@ struct Peer {
   bool throttled = false;  // the last advance() stopped at its posting budget
 };
 
-class RdmaTransport final : public Transport {
+class RdmaTransport final : public Transport, public TransportCapabilities {
  public:
   explicit RdmaTransport(const RdmaOptions& options);
   ~RdmaTransport() override;
@@ -93,6 +94,7 @@ class RdmaTransport final : public Transport {
   int findCulprit() override;
   void announceFailure(int culprit) override;
   void close(bool graceful) override;
+  TransportCapabilities* capabilities() override { return this; }
 
  private:
   // Set-up (rdma_connect.cc).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "net/socket.h"
+#include "transports/capabilities.h"
 #include "transports/failure_tracker.h"
 #include "transports/intrusive_queue.h"
 #include "transports/shared_windows.h"
@@ -51,7 +52,7 @@ struct LocalPeer {
   uint64_t tail = 0;
 };
 
-class ShmTransport final : public Transport, public SharedWindows {
+class ShmTransport final : public Transport, public TransportCapabilities, public SharedWindows {
  public:
   explicit ShmTransport(const ShmOptions& options);
   ~ShmTransport() override;
@@ -65,10 +66,11 @@ class ShmTransport final : public Transport, public SharedWindows {
   int waitFd() const override { return epollFd_; }
   bool prepareToSleep() override;
   void finishSleep() override;
-  SharedWindows* windows() override { return this; }
   int findCulprit() override;
   void announceFailure(int culprit) override;
   void close(bool graceful) override;
+  TransportCapabilities* capabilities() override { return this; }
+  SharedWindows* windows() override { return this; }
 
   // SharedWindows.
   int localSize() const override { return static_cast<int>(locals_.size()); }

@@ -17,8 +17,8 @@ TEST_CASE("defaults without a config", "[config]") {
   CommConfig config;
   REQUIRE(resolveConfig(nullptr, &config).isOk());
   CHECK(config.timeoutMs == 300000);
-  CHECK(config.socketsPerPeer == 1);
-  CHECK(config.transport.empty());
+  CHECK(config.transports.socketsPerPeer == 1);
+  CHECK(config.transports.forced.empty());
   CHECK(config.sliceBytes == 512 * 1024);
 }
 
@@ -30,13 +30,13 @@ TEST_CASE("config fields apply and the environment overrides them", "[config]") 
   CommConfig config;
   REQUIRE(resolveConfig(&user, &config).isOk());
   CHECK(config.timeoutMs == 1234);
-  CHECK(config.socketsPerPeer == 4);
+  CHECK(config.transports.socketsPerPeer == 4);
   CHECK(config.commName == "trainer");
   ScopedEnv timeout("WEFT_TIMEOUT", "7");
   ScopedEnv sockets("WEFT_NSOCKS", "3");
   REQUIRE(resolveConfig(&user, &config).isOk());
   CHECK(config.timeoutMs == 7000);
-  CHECK(config.socketsPerPeer == 3);
+  CHECK(config.transports.socketsPerPeer == 3);
 }
 
 TEST_CASE("bad config values are refused by name", "[config]") {
@@ -71,7 +71,7 @@ TEST_CASE("an older, shorter config struct keeps defaults for the fields it lack
   CommConfig config;
   REQUIRE(resolveConfig(&user, &config).isOk());
   CHECK(config.timeoutMs == 5000);
-  CHECK(config.socketsPerPeer == 1);
+  CHECK(config.transports.socketsPerPeer == 1);
 }
 
 TEST_CASE("every variable the table lists has a description", "[env]") {
