@@ -55,6 +55,7 @@ AlgoContext::AlgoContext(Fabric& fabric, OpResources& resources, const topo::Nod
       args_(args),
       plan_(plan),
       typeSize_(weft::typeSize(args.type)),
+      blockBytes_(callSizes(args, nranks_).block),
       reducer_(reduce::kernelFor(args.type, args.op)),
       firstPosted_(resources.posted().size()) {}
 
@@ -71,6 +72,7 @@ AlgoContext::AlgoContext(const AlgoContext& whole, std::vector<int> members, con
       args_(args),
       plan_(plan),
       typeSize_(weft::typeSize(args.type)),
+      blockBytes_(callSizes(args, nranks_).block),
       reducer_(reduce::kernelFor(args.type, args.op)),
       firstPosted_(resources_.posted().size()) {}
 

@@ -72,6 +72,8 @@ class AlgoContext {
   const CollArgs& args() const { return args_; }
   const Plan& plan() const { return plan_; }
   size_t typeSize() const { return typeSize_; }
+  // The call's count in bytes (base/call.h's CallSizes::block), computed once per view.
+  size_t blockBytes() const { return blockBytes_; }
   // Which communicator ranks share a node (only meaningful on the whole communicator's view).
   const topo::NodeLayout& nodes() const { return nodes_; }
   // The communicator rank behind this view's rank.
@@ -121,6 +123,7 @@ class AlgoContext {
   const CollArgs& args_;
   const Plan& plan_;
   size_t typeSize_;
+  size_t blockBytes_;
   reduce::ReduceFn reducer_;
   size_t firstPosted_;  // this collective's transfers start here in resources_.posted()
 };

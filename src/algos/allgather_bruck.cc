@@ -40,7 +40,7 @@ Status allgatherBruck(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   const int n = ctx.nranks();
   const int rank = ctx.rank();
-  const size_t blockBytes = args.count * ctx.typeSize();
+  const size_t blockBytes = ctx.blockBytes();
   auto* out = static_cast<char*>(args.recv);
   copyUnlessSame(out + rank * blockBytes, args.send, blockBytes);
   // Every rank has the same count, so all agree to send nothing.

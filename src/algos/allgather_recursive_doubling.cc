@@ -23,7 +23,7 @@ class RecursiveDoublingGather {
       : ctx_(ctx),
         n_(ctx.nranks()),
         rank_(ctx.rank()),
-        blockBytes_(ctx.args().count * ctx.typeSize()),
+        blockBytes_(ctx.blockBytes()),
         out_(static_cast<char*>(ctx.args().recv)),
         power_(ring::largestPowerOfTwoAtMost(n_)),
         rem_(n_ - power_) {}
@@ -81,7 +81,7 @@ class RecursiveDoublingGather {
 
 Status allgatherRecursiveDoubling(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
-  const size_t blockBytes = args.count * ctx.typeSize();
+  const size_t blockBytes = ctx.blockBytes();
   copyUnlessSame(static_cast<char*>(args.recv) + ctx.rank() * blockBytes, args.send, blockBytes);
   // Every rank has the same count, so all agree to send nothing.
   if (ctx.nranks() == 1 || blockBytes == 0) return Status::ok();

@@ -14,7 +14,7 @@ Status allgatherRing(AlgoContext& ctx) {
   const int n = ctx.nranks();
   const int rank = ctx.rank();
   const size_t typeSize = ctx.typeSize();
-  const size_t blockBytes = args.count * typeSize;
+  const size_t blockBytes = ctx.blockBytes();
   auto* out = static_cast<char*>(args.recv);
   copyUnlessSame(out + rank * blockBytes, args.send, blockBytes);
   if (n == 1) return Status::ok();

@@ -15,7 +15,7 @@ Status allgatherShmDirect(AlgoContext& ctx) {
   const int size = shared.localSize();
   const int me = shared.localIndex();
   const size_t chunkElems = window::areaBytes(shared) / typeSize;
-  const size_t blockBytes = args.count * typeSize;
+  const size_t blockBytes = ctx.blockBytes();
   const auto* in = static_cast<const char*>(args.send);
   auto* out = static_cast<char*>(args.recv);
 

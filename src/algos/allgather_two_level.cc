@@ -61,7 +61,7 @@ Status allgatherTwoLevel(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   const topo::NodeLayout& nodes = ctx.nodes();
   const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
-  const size_t blockBytes = args.count * ctx.typeSize();
+  const size_t blockBytes = ctx.blockBytes();
   WEFT_TRY(gatherToLeader(ctx, node, blockBytes));
   if (ctx.rank() == node.front()) WEFT_TRY(ringAmongLeaders(ctx, blockBytes));
   const size_t total = blockBytes * ctx.nranks();

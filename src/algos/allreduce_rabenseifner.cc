@@ -158,7 +158,7 @@ class Rabenseifner {
 
 Status allreduceRabenseifner(AlgoContext& ctx) {
   if (ctx.nranks() == 1) {
-    copyUnlessSame(ctx.args().recv, ctx.args().send, ctx.args().count * ctx.typeSize());
+    copyUnlessSame(ctx.args().recv, ctx.args().send, ctx.blockBytes());
     ctx.finish(ctx.args().recv, ctx.args().count);
     return Status::ok();
   }

@@ -11,7 +11,7 @@ Status allreduceRecursiveDoubling(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   const int n = ctx.nranks();
   const int rank = ctx.rank();
-  const size_t bytes = args.count * ctx.typeSize();
+  const size_t bytes = ctx.blockBytes();
   auto* buf = static_cast<char*>(args.recv);
   copyUnlessSame(buf, args.send, bytes);
   if (n == 1) {

@@ -21,7 +21,7 @@ Status allreduceRing(AlgoContext& ctx) {
   auto* out = static_cast<char*>(args.recv);
   const auto* in = static_cast<const char*>(args.send);
   if (n == 1) {
-    copyUnlessSame(out, in, args.count * typeSize);
+    copyUnlessSame(out, in, ctx.blockBytes());
     ctx.finish(out, args.count);
     return Status::ok();
   }

@@ -13,7 +13,7 @@ namespace weft {
 Status allreduceShmFlat(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   SharedWindows& shared = *ctx.windows();
-  const size_t bytes = args.count * ctx.typeSize();
+  const size_t bytes = ctx.blockBytes();
   const int size = shared.localSize();
   const int me = shared.localIndex();
   if (bytes > window::areaBytes(shared)) {

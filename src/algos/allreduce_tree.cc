@@ -171,7 +171,7 @@ class DoubleTree {
 
 Status allreduceTree(AlgoContext& ctx) {
   if (ctx.nranks() == 1) {
-    copyUnlessSame(ctx.args().recv, ctx.args().send, ctx.args().count * ctx.typeSize());
+    copyUnlessSame(ctx.args().recv, ctx.args().send, ctx.blockBytes());
     ctx.finish(ctx.args().recv, ctx.args().count);
     return Status::ok();
   }

@@ -13,7 +13,7 @@ Status allreduceTwoLevelLeader(AlgoContext& ctx) {
   const topo::NodeLayout& nodes = ctx.nodes();
   const int me = ctx.rank();
   const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[me]];
-  const size_t bytes = args.count * ctx.typeSize();
+  const size_t bytes = ctx.blockBytes();
   const weftRedOp_t op = two_level::partialOp(args.op);
 
   CollArgs toLeader{CollType::kReduce, args.send, args.recv, args.count, args.type, op, 0};

@@ -12,7 +12,7 @@ Status alltoallPairwise(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   const int n = ctx.nranks();
   const int rank = ctx.rank();
-  const size_t blockBytes = args.count * ctx.typeSize();
+  const size_t blockBytes = ctx.blockBytes();
   const auto* in = static_cast<const char*>(args.send);
   auto* out = static_cast<char*>(args.recv);
   const bool inPlace = args.send == args.recv;

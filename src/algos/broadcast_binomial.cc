@@ -9,7 +9,7 @@ Status broadcastBinomial(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   const int n = ctx.nranks();
   const int root = args.root;
-  const size_t bytes = args.count * ctx.typeSize();
+  const size_t bytes = ctx.blockBytes();
   const int relative = ring::mod(ctx.rank() - root, n);
   if (relative == 0) copyUnlessSame(args.recv, args.send, bytes);
 

@@ -22,7 +22,7 @@ Status broadcastChain(AlgoContext& ctx) {
   const size_t slices = ring::sliceCount(args.count, sliceElems);
 
   if (position == 0) {
-    copyUnlessSame(out, args.send, args.count * typeSize);
+    copyUnlessSame(out, args.send, ctx.blockBytes());
     for (size_t j = 0; next >= 0 && j < slices; ++j) {
       ring::Range piece = ring::sliceOf(all, sliceElems, j);
       ctx.send(next, out + piece.offset * typeSize, piece.count * typeSize);

@@ -16,7 +16,7 @@ Status broadcastShmDirect(AlgoContext& ctx) {
   const bool isRoot = shared.localIndex() == root;
   const size_t chunkElems = window::areaBytes(shared) / typeSize;
   auto* out = static_cast<char*>(args.recv);
-  if (isRoot) copyUnlessSame(out, args.send, args.count * typeSize);
+  if (isRoot) copyUnlessSame(out, args.send, ctx.blockBytes());
 
   for (size_t offset = 0; offset < args.count; offset += chunkElems) {
     const size_t bytes = std::min(chunkElems, args.count - offset) * typeSize;

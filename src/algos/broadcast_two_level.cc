@@ -15,7 +15,7 @@ Status broadcastTwoLevel(AlgoContext& ctx) {
     standIns.push_back(k == rootNode ? args.root : nodes.leaderOf(k));
   }
   const int myStandIn = standIns[nodes.nodeOf[ctx.rank()]];
-  const size_t bytes = args.count * ctx.typeSize();
+  const size_t bytes = ctx.blockBytes();
   if (ctx.rank() == myStandIn) {
     CollArgs acrossNodes = args;
     acrossNodes.root = rootNode;

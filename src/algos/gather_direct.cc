@@ -6,7 +6,7 @@ namespace weft {
 
 Status gatherDirect(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
-  const size_t blockBytes = args.count * ctx.typeSize();
+  const size_t blockBytes = ctx.blockBytes();
   if (ctx.rank() != args.root) {
     ctx.send(args.root, args.send, blockBytes);
     return ctx.waitAll();

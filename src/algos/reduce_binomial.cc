@@ -10,7 +10,7 @@ Status reduceBinomial(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   const int n = ctx.nranks();
   const int root = args.root;
-  const size_t bytes = args.count * ctx.typeSize();
+  const size_t bytes = ctx.blockBytes();
   const int relative = ring::mod(ctx.rank() - root, n);
   auto* staging = static_cast<char*>(ctx.scratch(2 * bytes));
   char* incoming = staging + bytes;

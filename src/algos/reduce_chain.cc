@@ -20,7 +20,7 @@ Status reduceChain(AlgoContext& ctx) {
   const int fromTail = ring::mod(ctx.rank() + 1, n);
 
   if (n == 1) {
-    copyUnlessSame(args.recv, in, args.count * typeSize);
+    copyUnlessSame(args.recv, in, ctx.blockBytes());
     ctx.finish(args.recv, args.count);
     return Status::ok();
   }

@@ -25,7 +25,7 @@ Status reduceScatterRing(AlgoContext& ctx) {
   const int n = ctx.nranks();
   const int rank = ctx.rank();
   const size_t typeSize = ctx.typeSize();
-  const size_t blockBytes = args.count * typeSize;
+  const size_t blockBytes = ctx.blockBytes();
   const auto* in = static_cast<const char*>(args.send);
   auto* out = static_cast<char*>(args.recv);
   if (n == 1) {

@@ -17,7 +17,7 @@ Status reduceScatterShmDirect(AlgoContext& ctx) {
   const int me = shared.localIndex();
   // A round carries the same chunk of all n blocks.
   const size_t chunkElems = std::max<size_t>(1, window::areaBytes(shared) / typeSize / size);
-  const size_t blockBytes = args.count * typeSize;
+  const size_t blockBytes = ctx.blockBytes();
   const auto* in = static_cast<const char*>(args.send);
   auto* out = static_cast<char*>(args.recv);
 

@@ -5,7 +5,7 @@ namespace weft {
 
 Status scatterDirect(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
-  const size_t blockBytes = args.count * ctx.typeSize();
+  const size_t blockBytes = ctx.blockBytes();
   if (ctx.rank() != args.root) {
     ctx.recv(args.root, args.recv, blockBytes);
     return ctx.waitAll();

@@ -36,8 +36,15 @@ bool isPointToPoint(CollType coll) {
   return coll == CollType::kSend || coll == CollType::kRecv;
 }
 
+CallSizes callSizes(const CollArgs& args, int nranks) {
+  const size_t block = args.count * typeSize(args.type);
+  const size_t message =
+      args.coll == CollType::kAllGather ? block * static_cast<size_t>(nranks) : block;
+  return {block, message};
+}
+
 CallExtents callExtents(const CollArgs& args, int nranks, int rank) {
-  const size_t one = args.count * typeSize(args.type);
+  const size_t one = callSizes(args, nranks).block;
   const size_t all = one * static_cast<size_t>(nranks);
   const bool root = rank == args.root;
   switch (args.coll) {

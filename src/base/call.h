@@ -40,6 +40,15 @@ struct CollArgs {
   int device = -1;
 };
 
+// A call's sizes in bytes; every layer takes them from here rather than multiplying again.
+struct CallSizes {
+  size_t block = 0;    // `count` elements of the call's type (the per-rank block of the
+                       // gather, scatter and all-to-all family)
+  size_t message = 0;  // what the tuner sizes the call by: the block, except for all-gather,
+                       // whose message is the whole gathered buffer
+};
+CallSizes callSizes(const CollArgs& args, int nranks);
+
 // What a call reads from its send buffer and writes to its receive buffer on `rank`, in bytes
 // (0 where the rank does not use that buffer: a broadcast's send buffer off the root, say).
 struct CallExtents {

@@ -40,6 +40,12 @@ constexpr Variable kVariables[] = {
      "1: measure the network and shared-memory links with a short ping-pong at init (about "
      "0.1-0.5 s) unless rank 0 has them cached in ~/.cache/weft; 2: measure now and refresh the "
      "cache. The measured links replace WEFT_TUNE_NET and WEFT_TUNE_SHM."},
+    {"WEFT_TUNE_COPY", "25GB/s,10us",
+     "The cost model's copies between a GPU and pinned host memory, which staged device calls "
+     "pay (docs/CUDA.md)."},
+    {"WEFT_TUNE_GPU", "1000GB/s,15us",
+     "The cost model's GPU link: one GPU's memory as the device-direct kernels of the ranks "
+     "sharing it use it together, and the latency of a kernel and its wait (docs/CUDA.md)."},
     {"WEFT_TUNE_NET", "10Gbit,25us",
      "The cost model's network link between nodes: bandwidth and per-message latency, e.g. "
      "'1Gbit,50us' or '3GB/s,10us' (either part may be left out). Set it to what the network "

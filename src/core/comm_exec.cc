@@ -23,8 +23,7 @@ uint64_t tagBaseFor(uint64_t seq) {
 
 // "two_level_leader/ring 812 us (ring 1630, tree 900, ...)": the choice and the alternatives.
 void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
-  const size_t bytes = args.count * typeSize(args.type) *
-                       (args.coll == CollType::kAllGather ? comm->nranks : 1);
+  const size_t bytes = callSizes(args, comm->nranks).message;
   std::string text = algoName(plan.algo);
   if (plan.algo == AlgoId::kTwoLevelLeader || plan.algo == AlgoId::kTwoLevelSplit) {
     text += std::string("/") + algoName(plan.inner);
@@ -85,7 +84,7 @@ void postPointToPoint(weftComm* comm, const CollArgs& args) {
   xfer->kind = sending ? Xfer::Kind::kSend : Xfer::Kind::kRecv;
   xfer->peer = peer;
   xfer->buf = sending ? const_cast<void*>(args.send) : args.recv;
-  xfer->bytes = args.count * typeSize(args.type);
+  xfer->bytes = callSizes(args, comm->nranks).block;
   xfer->tag = kPointToPointBit | tagBaseFor(counter++);
   comm->resources->posted().push_back(xfer);
   comm->fabric->post(xfer);

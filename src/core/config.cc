@@ -103,6 +103,12 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
   if (auto shm = env::get("WEFT_TUNE_SHM")) {
     WEFT_TRY(tune::parseLink(*shm, &out->costs.shm).withContext("WEFT_TUNE_SHM"));
   }
+  if (auto gpu = env::get("WEFT_TUNE_GPU")) {
+    WEFT_TRY(tune::parseLink(*gpu, &out->costs.gpu).withContext("WEFT_TUNE_GPU"));
+  }
+  if (auto copy = env::get("WEFT_TUNE_COPY")) {
+    WEFT_TRY(tune::parseLink(*copy, &out->costs.copy).withContext("WEFT_TUNE_COPY"));
+  }
   int64_t calibrate = env::getInt("WEFT_TUNE_CALIBRATE");
   if (calibrate < 0 || calibrate > 2)
     return invalidArgument("WEFT_TUNE_CALIBRATE must be 0, 1 or 2");

@@ -6,6 +6,7 @@
 
 #include "cuda/buffer_kind.h"
 #include "cuda/gpu_state.h"
+#include "tune/device_paths.h"
 #include "reduce/reduce.h"
 
 namespace weft::device {
@@ -101,10 +102,11 @@ Status mapAll(GpuState* gpu, const std::vector<BufferRecord>& all, DirectBuffers
 
 }  // namespace
 
-DirectFn directAlgorithmFor(const weftComm* comm, const Op& op) {
-  if (!op.group.empty() || !op.single.deviceBuffers || op.single.count == 0) return nullptr;
-  if (comm->nodes != 1 || comm->nranks < 2 || comm->nranks > kMaxReduceSources) return nullptr;
-  switch (op.single.coll) {
+static_assert(tune::kMaxDirectRanks == kMaxReduceSources,
+              "the tuner offers direct paths to as many ranks as the kernel combines");
+
+DirectFn directFormOf(CollType coll) {
+  switch (coll) {
     case CollType::kAllReduce:
       return allReduceDirect;
     case CollType::kBroadcast:
@@ -122,6 +124,7 @@ DirectFn directAlgorithmFor(const weftComm* comm, const Op& op) {
 
 std::string whyNotDirect(const weftComm* comm, const Op& op) {
   if (!op.group.empty()) return "a group";
+  if (comm->nranks < 2) return "one rank";
   if (comm->nodes != 1) return "ranks on " + std::to_string(comm->nodes) + " hosts";
   if (comm->nranks > kMaxReduceSources) {
     return "more than " + std::to_string(kMaxReduceSources) + " ranks";

@@ -44,10 +44,10 @@ struct DirectContext {
 };
 using DirectFn = Status (*)(const DirectContext& context);
 
-// The direct algorithm for a call, or nullptr: decided from what every rank of the call agrees
-// on (its shape, device buffers, one host, at most kMaxReduceSources ranks).
-DirectFn directAlgorithmFor(const weftComm* comm, const Op& op);
-// Why directAlgorithmFor() gave nullptr, for the log ("ranks on 2 hosts").
+// The direct form of a collective, or nullptr where it has none. Whether it runs is the tuner's
+// choice (tune/device_paths.h).
+DirectFn directFormOf(CollType coll);
+// Why the tuner offered no direct path for op, for the log ("ranks on 2 hosts").
 std::string whyNotDirect(const weftComm* comm, const Op& op);
 
 // Exchanges the ranks' buffer locations; when all are on one GPU and reachable, runs `run` and

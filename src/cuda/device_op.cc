@@ -1,9 +1,12 @@
 #include "cuda/device_op.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "base/datatype.h"
 #include "base/log.h"
 #include "cuda/device_direct.h"
 #include "cuda/device_scope.h"
@@ -11,7 +14,8 @@
 #include "cuda/gpu_state.h"
 #include "cuda/staged_pipeline.h"
 #include "cuda/staging_plan.h"
-#include "reduce/reduce.h"
+#include "tune/device_paths.h"
+#include "tune/select.h"
 
 namespace weft::device {
 namespace {
@@ -45,45 +49,82 @@ Status runStaged(DeviceScope& scope, const Op& op, const StagingPlan& plan,
   return scope.finish(scope.stream(), name + ": copying the results to the GPU");
 }
 
-// "allreduce of 4096 bytes (float32) on device buffers: direct on one GPU", once per call
-// shape and path, at INFO on rank 0: what was chosen and why.
-void logPath(weftComm* comm, const Op& op, const std::string& path) {
+// "allreduce of 4096 bytes (float32) on device buffers: direct on one GPU (...), predicted
+// 31.2 us; staged 410.0", once per call shape and path, at INFO on rank 0: what was chosen,
+// why, and what the model predicted for each path it compared.
+void logPath(weftComm* comm, const Op& op, const std::string& path,
+             const std::vector<tune::DeviceCandidate>& ranked) {
   if (comm->rank != 0 || log::level() < log::Level::kInfo) return;
   const CollArgs& call = op.calls().front();
   const uint64_t key = std::hash<std::string>{}(path) ^ (static_cast<uint64_t>(call.coll) << 56) ^
                        (static_cast<uint64_t>(call.type) << 48) ^ call.count ^
                        (op.group.empty() ? 0 : 1ull << 63);
   if (!gpuOf(comm)->firstTime(key)) return;
+  std::string predicted;
+  char number[48];
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (i == 0) {
+      std::snprintf(number, sizeof(number), ", predicted %.1f us", ranked[i].micros);
+    } else {
+      std::snprintf(number, sizeof(number), "%s %s %.1f", i == 1 ? ";" : ",",
+                    tune::devicePathName(ranked[i].path), ranked[i].micros);
+    }
+    predicted += number;
+  }
   const std::string what = op.group.empty() ? std::string(collName(call.coll)) : "group";
-  WEFT_INFO("%s of %zu bytes (%s) on device buffers: %s", what.c_str(),
-            call.count * typeSize(call.type), typeName(call.type), path.c_str());
+  WEFT_INFO("%s of %zu bytes (%s) on device buffers: %s%s", what.c_str(),
+            callSizes(call, comm->nranks).block, typeName(call.type), path.c_str(),
+            predicted.c_str());
+}
+
+// The tuner's ranking of the paths for op (tune/device_paths.h).
+std::vector<tune::DeviceCandidate> rankPaths(const weftComm* comm, const Op& op,
+                                             bool directAllowed) {
+  tune::DeviceCall device;
+  device.call = op.calls().front();
+  device.grouped = !op.group.empty();
+  device.directForm = directFormOf(device.call.coll) != nullptr;
+  device.directAllowed = directAllowed;
+  const Plan host =
+      choosePlan(device.call, comm->layout, comm->config.algos, comm->config.sliceBytes);
+  return tune::rankDevicePaths(device, comm->layout, host);
+}
+
+Status runStagedPath(weftComm* comm, DeviceScope& scope, const Op& op, const StagingPlan& plan,
+                     const HostRunner& runHost, const std::string& why) {
+  const std::vector<tune::DeviceCandidate> ranked = rankPaths(comm, op, false);
+  if (ranked.front().path == tune::DevicePath::kStagedChunked) {
+    logPath(comm, op, "staged through pinned memory in 4 MiB chunks (" + why + ")", ranked);
+    return runPipelined(comm, scope, op, plan, runHost);
+  }
+  logPath(comm, op, "staged through pinned memory (" + why + ")", ranked);
+  return runStaged(scope, op, plan, runHost);
 }
 
 Status runOnDevice(weftComm* comm, const Op& op, const StagingPlan& plan, const Deadline& deadline,
                    const HostRunner& runHost) {
   DeviceScope scope(comm, deadline);
   WEFT_TRY(scope.enter());
+  const std::vector<tune::DeviceCandidate> ranked = rankPaths(comm, op, true);
+  const bool directOffered = std::any_of(ranked.begin(), ranked.end(), [](const auto& c) {
+    return c.path == tune::DevicePath::kDirect;
+  });
+  if (ranked.front().path != tune::DevicePath::kDirect) {
+    const std::string why = directOffered ? "the model prefers staging" : whyNotDirect(comm, op);
+    return runStagedPath(comm, scope, op, plan, runHost, why);
+  }
+  bool ran = false;
   std::string why;
-  if (DirectFn direct = directAlgorithmFor(comm, op)) {
-    bool ran = false;
-    StreamWaiter waiter = [&scope](Stream stream, const std::string& what) {
-      return scope.finish(stream, what);
-    };
-    WEFT_TRY(runDirect(comm, op.single, direct, scope.stream(), waiter, runHost, &ran, &why));
-    if (ran) {
-      logPath(comm, op,
-              "direct on one GPU (" + std::to_string(comm->nranks) + " ranks, one kernel each)");
-      return Status::ok();
-    }
-  } else {
-    why = whyNotDirect(comm, op);
-  }
-  if (pipelineApplies(op)) {
-    logPath(comm, op, "staged through pinned memory in 4 MiB chunks (" + why + ")");
-    return runPipelined(comm, scope, op, plan, runHost);
-  }
-  logPath(comm, op, "staged through pinned memory (" + why + ")");
-  return runStaged(scope, op, plan, runHost);
+  StreamWaiter waiter = [&scope](Stream stream, const std::string& what) {
+    return scope.finish(stream, what);
+  };
+  WEFT_TRY(runDirect(comm, op.single, directFormOf(op.single.coll), scope.stream(), waiter,
+                     runHost, &ran, &why));
+  if (!ran) return runStagedPath(comm, scope, op, plan, runHost, why);
+  logPath(comm, op,
+          "direct on one GPU (" + std::to_string(comm->nranks) + " ranks, one kernel each)",
+          ranked);
+  return Status::ok();
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ class Pipeline {
            char* base, const CallExtents& extents)
       : scope_(scope), call_(call), host_(host), plan_(plan), base_(base), extents_(extents) {
     typeSize_ = typeSize(call.type);
-    chunkElements_ = std::max<size_t>(1, kStagingChunkBytes / typeSize_);
+    chunkElements_ = std::max<size_t>(1, tune::kStagingChunkBytes / typeSize_);
     chunks_ = (call.count + chunkElements_ - 1) / chunkElements_;
   }
 
@@ -88,15 +88,6 @@ class Pipeline {
 };
 
 }  // namespace
-
-bool pipelineApplies(const Op& op) {
-  if (!op.group.empty() || !op.single.deviceBuffers) return false;
-  const CollArgs& call = op.single;
-  const bool elementWise = call.coll == CollType::kAllReduce || call.coll == CollType::kBroadcast ||
-                           call.coll == CollType::kReduce;
-  // From the call's shape alone, which every rank shares, so every rank chunks alike.
-  return elementWise && call.count * typeSize(call.type) >= 2 * kStagingChunkBytes;
-}
 
 Status runPipelined(weftComm* comm, DeviceScope& scope, const Op& op, const StagingPlan& plan,
                     const HostRunner& runHost) {

@@ -8,15 +8,13 @@
 #include "cuda/device_direct.h"
 #include "cuda/device_scope.h"
 #include "cuda/staging_plan.h"
+#include "tune/device_paths.h"
 
 namespace weft::device {
 
-// Chunks of this many bytes; calls of at least two chunks are pipelined.
-constexpr size_t kStagingChunkBytes = size_t{4} << 20;
-
-// Buffers that partly overlap (neither in place nor apart) are undefined here as everywhere.
-bool pipelineApplies(const Op& op);
-
+// Chunks of tune::kStagingChunkBytes; the tuner (tune/device_paths.h) decides which calls are
+// pipelined. Buffers that partly overlap (neither in place nor apart) are undefined here as
+// everywhere.
 // Runs op, whose staging `plan` describes, chunk by chunk.
 Status runPipelined(weftComm* comm, DeviceScope& scope, const Op& op, const StagingPlan& plan,
                     const HostRunner& runHost);

@@ -33,6 +33,11 @@ struct CostParams {
   LinkCost net{25.0, 1.0 / 1250.0};          // 10 Gbit/s, 25 us (TCP through the kernel)
   LinkCost rdma{3.0, 1.0 / 12500.0};         // 100 Gbit/s, 3 us: the net link when rdma serves it
   double gammaMicrosPerByte = 1.0 / 8000.0;  // 8 GB/s of reduction
+  // The GPU link class (device_paths.h): one GPU's memory as the device-direct kernels of the
+  // ranks sharing it use it together (a kernel launch and its wait per call), and the copies
+  // between a GPU and pinned host memory that staging pays.
+  LinkCost gpu{15.0, 1.0 / 1000000.0};  // 1 TB/s shared by the GPU's ranks, 15 us
+  LinkCost copy{10.0, 1.0 / 25000.0};   // 25 GB/s, 10 us per copy
 };
 
 // "1Gbit,50us" or "3.2GB/s,8us" (either part may be left out) into a LinkCost.

@@ -44,8 +44,7 @@ AlgoId defaultOneHostAlgo(const CollArgs& args, const Layout& layout, size_t byt
   }
 }
 
-AlgoId defaultAlgo(const CollArgs& args, const Layout& layout) {
-  const size_t bytes = args.count * typeSize(args.type);
+AlgoId defaultAlgo(const CollArgs& args, size_t bytes, const Layout& layout) {
   const int nranks = layout.nranks;
   if (layout.oneHostShm && nranks > 1) {
     AlgoId direct = defaultOneHostAlgo(args, layout, bytes);
@@ -100,11 +99,6 @@ bool parseRange(const std::string& text, SizeRule* rule) {
   std::string upper = text.substr(dash + 1);
   rule->maxBytes = SIZE_MAX;
   return upper.empty() || (parseSize(upper, &rule->maxBytes) && rule->maxBytes > rule->minBytes);
-}
-
-size_t messageBytes(const CollArgs& args, int nranks) {
-  size_t bytes = args.count * typeSize(args.type);
-  return args.coll == CollType::kAllGather ? bytes * nranks : bytes;
 }
 
 bool collFromName(const std::string& name, CollType* out) {
@@ -203,8 +197,9 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
                 size_t sliceBytes) {
   Plan plan;
   plan.sliceBytes = sliceBytes;
-  const size_t bytes = messageBytes(args, layout.nranks);
-  const size_t callBytes = args.count * typeSize(args.type);
+  const CallSizes sizes = callSizes(args, layout.nranks);
+  const size_t bytes = sizes.message;
+  const size_t callBytes = sizes.block;
   std::optional<AlgoId> forced = overrides.byColl[static_cast<int>(args.coll)];
   for (const SizeRule& rule : overrides.bySize[static_cast<int>(args.coll)]) {
     if (callBytes >= rule.minBytes && callBytes < rule.maxBytes) {
@@ -222,7 +217,7 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
     plan.inner = ranked.front().inner;
     plan.predictedMicros = ranked.front().micros;
   } else {
-    plan.algo = defaultAlgo(args, layout);
+    plan.algo = defaultAlgo(args, callBytes, layout);
   }
 
   plan.nearestFirst =
