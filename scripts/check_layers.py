@@ -45,36 +45,40 @@ def read_layers(text):
     """[(layer name, [path prefixes])], top layer first."""
     layers = []
     for cells in table_rows(text, "<!-- layers:"):
-        paths = [p.rstrip("/") for p in PATH_CELL.findall(cells[1])]
+        paths = paths_in(cells[1])
         if not paths:
             raise SystemExit(f"check_layers: layer row without a path: {cells}")
         layers.append((cells[0], paths))
     return layers
 
 
+def paths_in(cell):
+    return [p.rstrip("/") for p in PATH_CELL.findall(cell)]
+
+
+def read_rules(text, marker, what):
+    """[(paths of the first column, paths of the second)] of a table whose rows each need
+    both and a reason in the third column."""
+    rules = []
+    for cells in table_rows(text, marker):
+        first, second = paths_in(cells[0]), paths_in(cells[1])
+        if not first or not second or len(cells) < 3 or not cells[2]:
+            raise SystemExit(f"check_layers: {what} needs paths in both columns and a reason: "
+                             f"{cells}")
+        rules.append((first, second))
+    return rules
+
+
 def read_exceptions(text):
     """[(including path prefixes, included path prefixes)]."""
-    exceptions = []
-    for cells in table_rows(text, "<!-- exceptions:"):
-        froms = [p.rstrip("/") for p in PATH_CELL.findall(cells[0])]
-        tos = [p.rstrip("/") for p in PATH_CELL.findall(cells[1])]
-        if not froms or not tos or len(cells) < 3 or not cells[2]:
-            raise SystemExit(f"check_layers: an exception needs paths and a reason: {cells}")
-        exceptions.append((froms, tos))
-    return exceptions
+    return read_rules(text, "<!-- exceptions:", "an exception")
 
 
 def read_private(text):
     """[(folder, [path prefixes allowed to include it])]."""
-    private = []
-    for cells in table_rows(text, "<!-- private:"):
-        folders = [p.rstrip("/") for p in PATH_CELL.findall(cells[0])]
-        allowed = [p.rstrip("/") for p in PATH_CELL.findall(cells[1])]
-        if len(folders) != 1 or not allowed or len(cells) < 3 or not cells[2]:
-            raise SystemExit(f"check_layers: a private row needs one folder, who may include "
-                             f"it and a reason: {cells}")
-        private.append((folders[0], allowed))
-    return private
+    return [(folder, allowed)
+            for folders, allowed in read_rules(text, "<!-- private:", "a private folder")
+            for folder in folders]
 
 
 def under(path, prefix):

@@ -11,11 +11,11 @@
 #include <memory>
 #include <vector>
 
-#include "fabric/fabric.h"
+#include "algos/plan.h"
 #include "base/call.h"
+#include "fabric/fabric.h"
 #include "reduce/reduce.h"
 #include "topo/node_layout.h"
-#include "algos/plan.h"
 
 namespace weft {
 

@@ -36,7 +36,8 @@ Status allgatherRing(AlgoContext& ctx) {
     char* target = blockStart(ring::allgatherRecvBlock(rank, n, step));
     auto postRecv = [&](size_t j) {
       ring::Range piece = ring::sliceOf(block, sliceElems, j);
-      inflight[j % depth] = ctx.recv(left, target + piece.offset * typeSize, piece.count * typeSize);
+      inflight[j % depth] =
+          ctx.recv(left, target + piece.offset * typeSize, piece.count * typeSize);
     };
     for (size_t j = 0; j < slices && j < depth; ++j) postRecv(j);
     for (size_t j = 0; j < slices; ++j) {

@@ -3,12 +3,12 @@
 
 #include "api/arg_check.h"
 #include "api/handles.h"
+#include "base/log.h"
+#include "base/status.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/root_server.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
-#include "base/log.h"
-#include "base/status.h"
 
 using weft::Status;
 using weft::api::CommGuard;

@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <cstring>
 
-#include "core/comm.h"
 #include "base/call.h"
 #include "base/status.h"
+#include "core/comm.h"
 
 namespace weft::api {
 

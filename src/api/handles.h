@@ -3,8 +3,8 @@
 // pins its communicator so that destroy and abort wait for calls in flight on other threads.
 #pragma once
 
-#include "core/comm.h"
 #include "base/status.h"
+#include "core/comm.h"
 #include "weft/weft.h"
 
 namespace weft::api {

@@ -5,9 +5,9 @@
 
 #include "api/arg_check.h"
 #include "api/handles.h"
+#include "base/call.h"
 #include "core/comm.h"
 #include "core/completion.h"
-#include "base/call.h"
 
 // A request keeps its executor alive, so that waiting on it can help run the queue even while
 // the communicator is being destroyed (destroy drains the queue first, so nothing runs on a freed

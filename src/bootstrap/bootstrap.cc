@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "bootstrap/rendezvous_wire.h"
 #include "base/log.h"
+#include "bootstrap/rendezvous_wire.h"
 #include "net/acceptor.h"
 #include "net/socket.h"
 #include "net/wire.h"

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/unique_id.h"
 #include "base/deadline.h"
 #include "base/status.h"
+#include "bootstrap/unique_id.h"
 
 namespace weft::bootstrap {
 

@@ -13,9 +13,9 @@ struct LaunchInfo {
   std::string launcher;  // "weftrun", "torchrun", "openmpi", "slurm"
   int rank = -1;
   int nranks = 0;
-  int localRank = -1;   // -1 when the launcher does not say
-  int localNranks = 0;  // 0 when the launcher does not say
-  net::SocketAddress root;    // rank 0 listens here for the rendezvous
+  int localRank = -1;       // -1 when the launcher does not say
+  int localNranks = 0;      // 0 when the launcher does not say
+  net::SocketAddress root;  // rank 0 listens here for the rendezvous
   net::Secret secret{};
   bool secretFromEnv = false;  // false: derived from the job's identity (warn across hosts)
 };

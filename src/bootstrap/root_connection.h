@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <string>
 
-#include "bootstrap/rendezvous_wire.h"
 #include "base/deadline.h"
 #include "base/status.h"
+#include "bootstrap/rendezvous_wire.h"
 #include "net/address.h"
 #include "net/auth.h"
 #include "net/server_handshake.h"

@@ -15,9 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/log.h"
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/root_connection.h"
-#include "base/log.h"
 #include "net/socket.h"
 
 namespace weft::bootstrap {

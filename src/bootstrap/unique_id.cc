@@ -5,9 +5,9 @@
 #include <mutex>
 #include <vector>
 
-#include "bootstrap/root_server.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "bootstrap/root_server.h"
 
 namespace weft::bootstrap {
 namespace {

@@ -115,8 +115,8 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   std::vector<uint64_t> hostIds;
   for (const PeerInfo& peer : comm->peers) hostIds.push_back(peer.hostId);
   comm->layout.nodes = topo::buildNodeLayout(hostIds);
-  comm->layout.cost = tune::buildCostLayout(comm->layout.nodes,
-                                            config.transports.forced.empty() || config.transports.forced == "shm");
+  comm->layout.cost = tune::buildCostLayout(
+      comm->layout.nodes, config.transports.forced.empty() || config.transports.forced == "shm");
   std::vector<uint64_t> machineIds;
   std::vector<int> cores;
   for (const PeerInfo& peer : comm->peers) {

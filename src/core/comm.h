@@ -10,13 +10,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/peer_info.h"
 #include "core/config.h"
 #include "core/device_layer.h"
 #include "core/executor.h"
 #include "fabric/fabric.h"
-#include "bootstrap/peer_info.h"
-#include "base/status.h"
 #include "tune/select.h"
 
 namespace weft {

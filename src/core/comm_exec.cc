@@ -5,9 +5,9 @@
 
 #include "algos/algo_context.h"
 #include "algos/algorithms.h"
+#include "base/log.h"
 #include "core/call_check.h"
 #include "core/comm.h"
-#include "base/log.h"
 #include "reduce/reduce.h"
 #include "tune/select.h"
 

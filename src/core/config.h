@@ -14,7 +14,7 @@ namespace weft {
 
 struct CommConfig {
   int64_t timeoutMs = 300000;
-  std::string hostId;     // "" = detect
+  std::string hostId;  // "" = detect
   std::string commName;
   bool checkMode = false;  // compare every collective's arguments across ranks before running it
   int buffers = WEFT_BUFFERS_AUTO;  // where call buffers live (cuda/buffer_kind.h)

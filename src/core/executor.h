@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/completion.h"
 #include "base/call.h"
 #include "base/status.h"
+#include "core/completion.h"
 
 namespace weft {
 namespace device {

@@ -2,9 +2,9 @@
 // communicator's GPU state that device buffers and streams need.
 #pragma once
 
-#include "core/comm.h"
 #include "base/call.h"
 #include "base/status.h"
+#include "core/comm.h"
 #include "cuda/gpu_state.h"
 
 namespace weft::device {

@@ -6,8 +6,8 @@
 
 #include "cuda/buffer_kind.h"
 #include "cuda/gpu_state.h"
-#include "tune/device_paths.h"
 #include "reduce/reduce.h"
+#include "tune/device_paths.h"
 
 namespace weft::device {
 namespace {

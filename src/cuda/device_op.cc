@@ -8,9 +8,9 @@
 
 #include "base/datatype.h"
 #include "base/log.h"
+#include "cuda/buffer_kind.h"
 #include "cuda/device_direct.h"
 #include "cuda/device_scope.h"
-#include "cuda/buffer_kind.h"
 #include "cuda/gpu_state.h"
 #include "cuda/staged_pipeline.h"
 #include "cuda/staging_plan.h"
@@ -118,8 +118,8 @@ Status runOnDevice(weftComm* comm, const Op& op, const StagingPlan& plan, const 
   StreamWaiter waiter = [&scope](Stream stream, const std::string& what) {
     return scope.finish(stream, what);
   };
-  WEFT_TRY(runDirect(comm, op.single, directFormOf(op.single.coll), scope.stream(), waiter,
-                     runHost, &ran, &why));
+  WEFT_TRY(runDirect(comm, op.single, directFormOf(op.single.coll), scope.stream(), waiter, runHost,
+                     &ran, &why));
   if (!ran) return runStagedPath(comm, scope, op, plan, runHost, why);
   logPath(comm, op,
           "direct on one GPU (" + std::to_string(comm->nranks) + " ranks, one kernel each)",

@@ -10,9 +10,9 @@
 
 #include <functional>
 
+#include "base/status.h"
 #include "core/comm.h"
 #include "core/executor.h"
-#include "base/status.h"
 
 namespace weft::device {
 

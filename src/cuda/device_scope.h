@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "core/comm.h"
 #include "base/deadline.h"
+#include "core/comm.h"
 #include "cuda/gpu_state.h"
 
 namespace weft::device {

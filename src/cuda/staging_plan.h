@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/executor.h"
 #include "base/call.h"
+#include "core/executor.h"
 
 namespace weft::device {
 

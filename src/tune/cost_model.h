@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "algos/plan.h"
 #include "base/call.h"
 #include "base/status.h"
 #include "topo/node_layout.h"
-#include "algos/plan.h"
 
 namespace weft::tune {
 

@@ -9,8 +9,7 @@ namespace weft::tune {
 namespace {
 
 bool elementWise(CollType coll) {
-  return coll == CollType::kAllReduce || coll == CollType::kBroadcast ||
-         coll == CollType::kReduce;
+  return coll == CollType::kAllReduce || coll == CollType::kBroadcast || coll == CollType::kReduce;
 }
 
 // The host algorithm on `bytes`. Algorithms and collectives the model does not price (the
@@ -50,7 +49,8 @@ double directMicros(const Layout& layout, const CollArgs& call) {
   const CallSizes sizes = callSizes(call, n);
   // The buffer records' all-gather before the kernels and the barrier after them, both
   // latency-bound among the host's ranks.
-  const double exchanges = 2.0 * std::ceil(std::log2(std::max(2, n))) * layout.params.shm.alphaMicros;
+  const double exchanges =
+      2.0 * std::ceil(std::log2(std::max(2, n))) * layout.params.shm.alphaMicros;
   return exchanges + layout.params.gpu.time(directTraffic(call.coll, sizes.block, n));
 }
 
@@ -104,8 +104,7 @@ std::vector<DeviceCandidate> rankDevicePaths(const DeviceCall& device, const Lay
   // Ties go to the earlier path in enum order (direct, chunked, staged), on every rank alike.
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const DeviceCandidate& a, const DeviceCandidate& b) {
-                     return a.micros < b.micros ||
-                            (a.micros == b.micros && a.path < b.path);
+                     return a.micros < b.micros || (a.micros == b.micros && a.path < b.path);
                    });
   return ranked;
 }

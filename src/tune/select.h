@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "algos/plan.h"
 #include "base/call.h"
 #include "base/status.h"
 #include "topo/node_layout.h"
 #include "tune/cost_model.h"
-#include "algos/plan.h"
 
 namespace weft {
 

@@ -12,9 +12,9 @@
 #include <cstring>
 #include <string>
 
+#include "bootstrap/peer_info.h"
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/unique_id.h"
-#include "bootstrap/peer_info.h"
 #include "net/address.h"
 #include "net/auth.h"
 

@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 
-#include "core/config.h"
 #include "base/env.h"
 #include "bootstrap/peer_info.h"
+#include "core/config.h"
 #include "scoped_env.h"
 
 namespace weft {

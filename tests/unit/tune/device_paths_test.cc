@@ -59,10 +59,10 @@ TEST_CASE("ranks sharing a host run the direct kernels when a collective has the
 
 TEST_CASE("no direct path across hosts, past the kernel's sources, for groups or without a form",
           "[tune][device]") {
-  CHECK_FALSE(offers(pathsOf(deviceCall(CollType::kAllReduce, 4096), layoutOf(2, 2)),
-                     DevicePath::kDirect));
-  CHECK_FALSE(offers(pathsOf(deviceCall(CollType::kAllReduce, 4096), layoutOf(1, 9)),
-                     DevicePath::kDirect));
+  CHECK_FALSE(
+      offers(pathsOf(deviceCall(CollType::kAllReduce, 4096), layoutOf(2, 2)), DevicePath::kDirect));
+  CHECK_FALSE(
+      offers(pathsOf(deviceCall(CollType::kAllReduce, 4096), layoutOf(1, 9)), DevicePath::kDirect));
   CHECK_FALSE(offers(pathsOf(deviceCall(CollType::kAlltoAll, 4096, false), layoutOf(1, 2)),
                      DevicePath::kDirect));
   DeviceCall grouped = deviceCall(CollType::kAllReduce, 4096);
