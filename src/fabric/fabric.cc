@@ -165,7 +165,8 @@ Status Fabric::WaitLoop::checkStop() {
   // Most waits end within a few polls; while polling, the clock is read only every
   // kPollsPerClock polls, and the deadline is set at the first reading (a wait that ends before
   // costs no clock at all). After a sleep it is always read.
-  if (polls_ % kPollsPerClock != 0 && !woken_) return Status::ok();
+  if (polls_ % kPollsPerClock != 0 && !slept_) return Status::ok();
+  slept_ = false;
   startClock();
   if (fabric_.aborted_.load(std::memory_order_acquire)) {
     return Status(weftAborted, "the communicator was aborted");
@@ -197,7 +198,7 @@ void Fabric::WaitLoop::cancelSleep() {
 
 void Fabric::WaitLoop::sleep() {
   startClock();
-  woken_ = true;
+  woken_ = slept_ = true;
   epoll_event events[8];
   epoll_wait(fabric_.epollFd_, events, 8, deadline_.remainingMs(1000));
   cancelSleep();

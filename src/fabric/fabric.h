@@ -138,6 +138,9 @@ class Fabric {
     bool progressed_ = false;
     bool waited_ = false;
     bool woken_ = false;  // slept since the last progress
+    // Slept since the last checkStop(). Not woken_, which the progress after the sleep clears
+    // before checkStop() runs.
+    bool slept_ = false;
     static constexpr unsigned kPollsPerClock = 16;
     unsigned polls_ = 0;  // the clock is read every kPollsPerClock polls only
   };
