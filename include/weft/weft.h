@@ -155,7 +155,8 @@ WEFT_API weftResult_t weftCommInitFromEnv(weftComm_t* comm, const weftConfig_t* 
 WEFT_API weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm,
                                     const weftConfig_t* config);
 
-/* Waits for the communicator's queued calls, then frees it. Local: peers are not contacted. */
+/* Waits for the communicator's queued calls, then frees it. Local: peers are not contacted.
+ * NULL is accepted and does nothing (as in NCCL), for both Destroy and Abort. */
 WEFT_API weftResult_t weftCommDestroy(weftComm_t comm);
 /* Cancels queued and running calls (they complete with weftAborted) and frees the communicator.
  * Safe to call from another thread while a call is blocked; it returns without waiting on peers. */

@@ -177,6 +177,8 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
 }
 
 weftResult_t weftCommDestroy(weftComm_t comm) {
+  // NCCL's ncclCommDestroy(NULL) succeeds, and cleanup paths rely on it.
+  if (comm == nullptr) return weftSuccess;
   if (!weft::api::retireComm(comm, [] {})) {
     return report(nullptr,
                   weft::invalidArgument("weftCommDestroy: comm is not a live communicator"));
@@ -186,6 +188,7 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
 }
 
 weftResult_t weftCommAbort(weftComm_t comm) {
+  if (comm == nullptr) return weftSuccess;  // as ncclCommAbort(NULL)
   auto releaseCallsInFlight = [comm] {
     Status aborted(weftAborted, "the communicator was aborted");
     weft::markFailed(comm, aborted);

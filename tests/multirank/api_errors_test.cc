@@ -116,6 +116,15 @@ TEST_CASE("a destroyed communicator is refused, not dereferenced", "[api]") {
         weftInvalidArgument);
 }
 
+TEST_CASE("destroying or aborting a NULL communicator succeeds, as in NCCL", "[api]") {
+  CHECK(weftCommDestroy(nullptr) == weftSuccess);
+  CHECK(weftCommAbort(nullptr) == weftSuccess);
+  // Any other handle that is not a live communicator is still refused.
+  weftComm_t bogus = reinterpret_cast<weftComm_t>(&bogus);
+  CHECK(weftCommDestroy(bogus) == weftInvalidArgument);
+  CHECK(weftCommAbort(bogus) == weftInvalidArgument);
+}
+
 TEST_CASE("init arguments are checked", "[api]") {
   weftUniqueId id;
   REQUIRE(weftGetUniqueId(&id) == weftSuccess);
