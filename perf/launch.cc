@@ -30,32 +30,24 @@ weftConfig_t commConfig(const char* programName) {
 
 }  // namespace
 
-bool launcherPresent() {
-  auto has = [](const char* name) { return std::getenv(name) != nullptr; };
-  return has("WEFT_RANK") || (has("RANK") && has("WORLD_SIZE")) || has("OMPI_COMM_WORLD_RANK") ||
-         has("SLURM_PROCID");
-}
-
 void setupProcess(const Options& options, const char* programName, ProcessSetup* setup) {
   const weftConfig_t config = commConfig(programName);
-  if (launcherPresent()) {
-    watchdog::Scope waiting;
-    PERF_CHECK(weftCommInitFromEnv(&setup->launcherComm, &config));
-    watchdog::addComm(setup->launcherComm);
-    PERF_CHECK(weftCommUserRank(setup->launcherComm, &setup->proc));
-    PERF_CHECK(weftCommCount(setup->launcherComm, &setup->nprocs));
-    if (options.nThreads == 1) {
-      setup->reuseLauncherComm = true;
-      return;
-    }
-    // Threads need a communicator of their own size: process 0 makes its id and sends it out
-    // over the launcher's communicator, as nccl-tests does over MPI.
-    if (setup->proc == 0) PERF_CHECK(weftGetUniqueId(&setup->id));
-    PERF_CHECK(weftBroadcast(&setup->id, &setup->id, sizeof(setup->id), weftUint8, 0,
-                             setup->launcherComm, nullptr));
+  // The library reads the launcher's variables: it joins their ranks, makes a communicator of
+  // one when there are none, and refuses variables that claim several ranks it cannot join.
+  watchdog::Scope waiting;
+  PERF_CHECK(weftCommInitFromEnv(&setup->launcherComm, &config));
+  watchdog::addComm(setup->launcherComm);
+  PERF_CHECK(weftCommUserRank(setup->launcherComm, &setup->proc));
+  PERF_CHECK(weftCommCount(setup->launcherComm, &setup->nprocs));
+  if (options.nThreads == 1) {
+    setup->reuseLauncherComm = true;
     return;
   }
-  PERF_CHECK(weftGetUniqueId(&setup->id));
+  // Threads need a communicator of their own size: process 0 makes its id and sends it out
+  // over the launcher's communicator, as nccl-tests does over MPI.
+  if (setup->proc == 0) PERF_CHECK(weftGetUniqueId(&setup->id));
+  PERF_CHECK(weftBroadcast(&setup->id, &setup->id, sizeof(setup->id), weftUint8, 0,
+                           setup->launcherComm, nullptr));
 }
 
 weftComm_t createRankComm(const ProcessSetup& setup, int nThreads, int thread,

@@ -23,10 +23,6 @@ struct ProcessSetup {
   weftUniqueId id{};
 };
 
-// Whether a launcher's variables are in the environment (WEFT_RANK, RANK with WORLD_SIZE,
-// OMPI_COMM_WORLD_RANK, SLURM_PROCID).
-bool launcherPresent();
-
 void setupProcess(const Options& options, const char* programName, ProcessSetup* setup);
 // Collective over every thread of every process: the communicator of thread `thread`.
 weftComm_t createRankComm(const ProcessSetup& setup, int nThreads, int thread,

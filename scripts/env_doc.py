@@ -7,7 +7,7 @@ root = pathlib.Path(__file__).resolve().parent.parent
 source = (root / "src/base/env.cc").read_text()
 start = source.index("constexpr Variable kVariables[] = {")
 body = source[start:source.index("};", start)]
-entry = re.compile(r'\{\s*"([A-Za-z_]+)",\s*"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\}')
+entry = re.compile(r'\{\s*"([A-Za-z0-9_]+)",\s*"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\}')
 lines = [
     "# Environment variables",
     "",

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include <unistd.h>
+
 #include "base/env.h"
 
 namespace weft::bootstrap {
@@ -28,6 +30,37 @@ constexpr Names kTorchrun = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SI
 constexpr Names kOpenMpi = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                             "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
 constexpr Names kSlurm = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_TASKS_PER_NODE"};
+constexpr Names kMvapich = {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE",
+                            "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"};
+// MPICH's Hydra, Intel MPI: PMI-1 names only the rank and the size.
+constexpr Names kPmi = {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"};
+
+// A launcher family and how deep it sits: a launcher may start another (srun or mpirun
+// starting torchrun agents, an sbatch script calling mpirun), and the process belongs to the
+// innermost one, whose variables were set last. Families of the same depth that disagree are
+// a conflict.
+struct Family {
+  const char* launcher;
+  const Names* names;
+  int depth;              // 0: innermost
+  const char* startedBy;  // for messages
+};
+
+constexpr Family kFamilies[] = {
+    {"weftrun", &kWeftrun, 0, "weftrun"},
+    {"torchrun", &kTorchrun, 1, "torchrun"},
+    {"openmpi", &kOpenMpi, 2, "Open MPI's mpirun"},
+    {"mvapich", &kMvapich, 2, "MVAPICH's mpirun_rsh or mpiexec"},
+    {"pmi", &kPmi, 2, "a PMI-1 launcher (MPICH's or Intel MPI's mpiexec)"},
+    {"slurm", &kSlurm, 3, "Slurm"},
+};
+
+// The rank variable makes a family present; a size alone (WORLD_SIZE exported into a job's
+// environment by hand, say) does not, but is still a claim of several ranks that must not be
+// ignored when nothing else explains it.
+bool present(const Family& family) {
+  return env::isSet(family.names->rank);
+}
 
 // Ports derived for single-host jobs fall in [kDerivedPortBase, kDerivedPortBase + kDerivedPorts),
 // clear of the usual ephemeral range (32768..60999 on Linux overlaps only partly, and the job id
@@ -116,7 +149,7 @@ uint16_t derivedPort(const std::string& seed) {
 // rank 0's address is unknown, so the user must say it.
 Status singleHostRoot(const LaunchInfo& info, const Names& names, const char* jobVariable,
                       const std::string& jobSeed, std::string* rootText) {
-  if (info.localNranks != info.nranks) {
+  if (info.nranks > 1 && info.localNranks != info.nranks) {  // one rank is on one host
     std::string local = info.localNranks > 0 ? std::to_string(info.localNranks) : "unknown";
     return invalidArgument("WEFT_ROOT_ADDR is not set, and the job spans several hosts (" +
                            std::string(names.localNranks) + " gives " + local + " local ranks of " +
@@ -146,66 +179,139 @@ Status torchrunRoot(std::string* rootText) {
   return Status::ok();
 }
 
+// "RANK=0 WORLD_SIZE=4", for messages.
+std::string describe(const Family& family) {
+  return std::string(family.names->rank) + "=" + env::getString(family.names->rank) + " " +
+         family.names->nranks + "=" + env::getString(family.names->nranks);
+}
+
+// A size variable of more than one rank, without its family's rank variable.
+const Family* claimOfSeveralRanks() {
+  for (const Family& family : kFamilies) {
+    if (present(family)) continue;
+    std::optional<int> size = parseInt(env::getString(family.names->nranks));
+    if (size && *size > 1) return &family;
+  }
+  return nullptr;
+}
+
+// Slurm sets SLURM_PROCID in an sbatch script too, for the script itself: a process started there
+// without srun is alone, whatever SLURM_NTASKS says.
+Status checkStartedBySrun() {
+  if (env::isSet("SLURM_STEP_ID") || env::isSet("SLURM_STEPID")) return Status::ok();
+  std::optional<int> tasks = parseInt(env::getString("SLURM_NTASKS"));
+  if (!tasks || *tasks <= 1) return Status::ok();
+  return invalidArgument(describe(kFamilies[5]) +
+                         " come from a Slurm allocation, but this process was not started by "
+                         "srun (SLURM_STEP_ID is not set): a lone process would wait for " +
+                         std::to_string(*tasks - 1) +
+                         " ranks that never come. Start the ranks with srun (e.g. `srun "
+                         "./program`) inside the sbatch script");
+}
+
+// The launcher that started this process: the innermost family whose rank variable is set.
+// Families of the same depth (Open MPI 5 sets both its own and PMIx's) must agree.
+Status chooseFamily(const Family** out) {
+  const Family* chosen = nullptr;
+  for (const Family& family : kFamilies) {
+    if (!present(family)) continue;
+    if (chosen == nullptr) {
+      chosen = &family;
+      continue;
+    }
+    if (family.depth != chosen->depth) break;  // an outer launcher, which started this one
+    if (env::getString(family.names->rank) != env::getString(chosen->names->rank) ||
+        env::getString(family.names->nranks) != env::getString(chosen->names->nranks)) {
+      return invalidArgument("conflicting launcher variables: " + describe(*chosen) + " (" +
+                             chosen->startedBy + ") but " + describe(family) + " (" +
+                             family.startedBy + "); unset the stale ones");
+    }
+  }
+  if (chosen == nullptr) {
+    if (const Family* claim = claimOfSeveralRanks()) {
+      return invalidArgument(std::string(claim->names->nranks) + "=" +
+                             env::getString(claim->names->nranks) + " says the job has " +
+                             env::getString(claim->names->nranks) + " ranks (" + claim->startedBy +
+                             "), but " + claim->names->rank +
+                             " is not set: this process cannot tell which rank it is");
+    }
+    if (std::optional<std::string> rank = env::get("PMIX_RANK")) {
+      return invalidArgument("PMIX_RANK=" + *rank +
+                             " says a PMIx launcher (Open MPI 5's mpirun, srun --mpi=pmix) "
+                             "started this process, but no variable weft reads gives the job's "
+                             "rank count: weft does not speak PMIx yet; set WEFT_RANK, "
+                             "WEFT_NRANKS and WEFT_ROOT_ADDR");
+    }
+    return invalidArgument(
+        "no launcher environment found: set WEFT_RANK, WEFT_NRANKS and WEFT_ROOT_ADDR, or run "
+        "under torchrun, Open MPI, MPICH, MVAPICH or Slurm");
+  }
+  if (chosen->names == &kSlurm) WEFT_TRY(checkStartedBySrun());
+  *out = chosen;
+  return Status::ok();
+}
+
+// What identifies the job, for a single-host rendezvous port and the derived secret.
+std::string jobSeedOf(const Names& names) {
+  if (&names == &kOpenMpi) return env::getString("OMPI_MCA_ess_base_jobid");
+  if (&names != &kSlurm) return "";
+  std::optional<std::string> job = env::get("SLURM_JOB_ID");
+  return job ? *job + "." + env::getString("SLURM_STEP_ID") : "";
+}
+
+// Launchers whose rendezvous weft cannot derive: WEFT_ROOT_ADDR must say where rank 0 listens.
+Status requireRoot(const Family& family) {
+  return invalidArgument(describe(family) + " say this process is one of " +
+                         env::getString(family.names->nranks) + " ranks started by " +
+                         family.startedBy +
+                         ", but weft cannot find rank 0 through that launcher: set "
+                         "WEFT_ROOT_ADDR to host:port where rank 0 can listen (the same on "
+                         "every rank), and WEFT_SECRET");
+}
+
 }  // namespace
 
 bool launcherDetected() {
-  for (const char* key : {"WEFT_RANK", "WEFT_NRANKS", "RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-                          "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID"}) {
-    if (env::isSet(key)) return true;
+  for (const Family& family : kFamilies) {
+    if (present(family)) return true;
   }
-  return false;
+  return claimOfSeveralRanks() != nullptr || env::isSet("PMIX_RANK");
 }
 
 Status readLaunchEnvironment(LaunchInfo* out) {
   LaunchInfo info;
-  const Names* names = nullptr;
+  const Family* family = nullptr;
+  WEFT_TRY(chooseFamily(&family));
+  const Names* names = family->names;
+  info.launcher = family->launcher;
   std::optional<std::string> rootOverride = env::get("WEFT_ROOT_ADDR");
   std::string rootText;
   const char* rootVariable = "WEFT_ROOT_ADDR";
-  std::string jobSeed;
+  const std::string jobSeed = jobSeedOf(*names);
 
-  if (env::isSet("WEFT_RANK") || env::isSet("WEFT_NRANKS")) {
-    info.launcher = "weftrun";
-    names = &kWeftrun;
-    WEFT_TRY(readCounts(*names, &info));
-    if (!rootOverride) return invalidArgument("WEFT_ROOT_ADDR is not set (weftrun sets it)");
-  } else if (env::isSet("RANK") || env::isSet("WORLD_SIZE")) {
-    info.launcher = "torchrun";
-    names = &kTorchrun;
-    WEFT_TRY(readCounts(*names, &info));
-    if (!rootOverride) {
+  WEFT_TRY(readCounts(*names, &info));
+  if (names == &kSlurm) info.localNranks = slurmLocalSize(env::getString("SLURM_TASKS_PER_NODE"));
+  WEFT_TRY(validate(*names, info));
+  if (!rootOverride) {
+    if (names == &kWeftrun) {
+      return invalidArgument("WEFT_ROOT_ADDR is not set (weftrun sets it)");
+    } else if (names == &kTorchrun) {
       WEFT_TRY(torchrunRoot(&rootText));
       rootVariable = "MASTER_ADDR:MASTER_PORT+1";
-    }
-  } else if (env::isSet("OMPI_COMM_WORLD_RANK") || env::isSet("OMPI_COMM_WORLD_SIZE")) {
-    info.launcher = "openmpi";
-    names = &kOpenMpi;
-    WEFT_TRY(readCounts(*names, &info));
-    jobSeed = env::getString("OMPI_MCA_ess_base_jobid");
-    if (!rootOverride) {
-      WEFT_TRY(validate(*names, info));
+    } else if (names == &kOpenMpi) {
       WEFT_TRY(singleHostRoot(info, *names, "OMPI_MCA_ess_base_jobid", jobSeed, &rootText));
       rootVariable = "the root derived from OMPI_MCA_ess_base_jobid";
-    }
-  } else if (env::isSet("SLURM_PROCID")) {
-    info.launcher = "slurm";
-    names = &kSlurm;
-    WEFT_TRY(readCounts(*names, &info));
-    info.localNranks = slurmLocalSize(env::getString("SLURM_TASKS_PER_NODE"));
-    if (std::optional<std::string> job = env::get("SLURM_JOB_ID")) {
-      jobSeed = *job + "." + env::getString("SLURM_STEP_ID");
-    }
-    if (!rootOverride) {
-      WEFT_TRY(validate(*names, info));
+    } else if (names == &kSlurm) {
       WEFT_TRY(singleHostRoot(info, *names, "SLURM_JOB_ID", jobSeed, &rootText));
       rootVariable = "the root derived from SLURM_JOB_ID";
+    } else if (info.nranks > 1) {
+      return requireRoot(*family);
+    } else {
+      // A job of one rank: its rendezvous is its own.
+      rootText =
+          "127.0.0.1:" + std::to_string(derivedPort(info.launcher + std::to_string(getpid())));
     }
-  } else {
-    return invalidArgument(
-        "no launcher environment found: set WEFT_RANK, WEFT_NRANKS and WEFT_ROOT_ADDR, or run "
-        "under torchrun, Open MPI or Slurm");
   }
-  WEFT_TRY(validate(*names, info));
 
   if (rootOverride) rootText = *rootOverride;
   Status parsed = net::SocketAddress::parse(rootText, &info.root);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts N processes by hand with the variables torchrun, Open MPI or Slurm would set, and checks
+# Starts N processes by hand with the variables torchrun, Open MPI, Slurm or a PMI-1 launcher
+# would set, and checks
 # that weftCommInitFromEnv brings them into one communicator (the program all-reduces and checks
 # the sum). Usage: launcher_env_test.sh <torchrun|openmpi|slurm> <program> [N]
 set -euo pipefail
@@ -23,7 +24,11 @@ for ((rank = 0; rank < n; ++rank)); do
       ;;
     slurm)
       env SLURM_PROCID=$rank SLURM_NTASKS=$n SLURM_LOCALID=$rank SLURM_TASKS_PER_NODE=$n \
-        WEFT_ROOT_ADDR=127.0.0.1:$port "$program" &
+        SLURM_STEP_ID=0 WEFT_ROOT_ADDR=127.0.0.1:$port "$program" &
+      ;;
+    pmi)
+      # MPICH's Hydra or Intel MPI without its PMI server: the root is given by hand.
+      env PMI_RANK=$rank PMI_SIZE=$n WEFT_ROOT_ADDR=127.0.0.1:$port "$program" &
       ;;
     *) echo "unknown launcher $launcher" >&2; exit 2 ;;
   esac

@@ -37,7 +37,17 @@ const char* const kLaunchVariables[] = {"WEFT_RANK",
                                         "SLURM_LOCALID",
                                         "SLURM_TASKS_PER_NODE",
                                         "SLURM_JOB_ID",
-                                        "SLURM_STEP_ID"};
+                                        "SLURM_STEP_ID",
+                                        "SLURM_STEPID",
+                                        "MV2_COMM_WORLD_RANK",
+                                        "MV2_COMM_WORLD_SIZE",
+                                        "MV2_COMM_WORLD_LOCAL_RANK",
+                                        "MV2_COMM_WORLD_LOCAL_SIZE",
+                                        "PMI_RANK",
+                                        "PMI_SIZE",
+                                        "MPI_LOCALRANKID",
+                                        "MPI_LOCALNRANKS",
+                                        "PMIX_RANK"};
 
 class LaunchEnv {
  public:
@@ -312,14 +322,16 @@ TEST_CASE("Slurm environment", "[bootstrap][launch]") {
     LaunchEnv env({{"SLURM_PROCID", "0"},
                    {"SLURM_NTASKS", "2"},
                    {"SLURM_TASKS_PER_NODE", "2(x1)"},
-                   {"SLURM_JOB_ID", "5"}});
+                   {"SLURM_JOB_ID", "5"},
+                   {"SLURM_STEP_ID", "0"}});
     CHECK(readOk().localNranks == 2);
   }
   SECTION("several nodes need WEFT_ROOT_ADDR") {
     LaunchEnv env({{"SLURM_PROCID", "0"},
                    {"SLURM_NTASKS", "4"},
                    {"SLURM_TASKS_PER_NODE", "2(x2)"},
-                   {"SLURM_JOB_ID", "5"}});
+                   {"SLURM_JOB_ID", "5"},
+                   {"SLURM_STEPID", "0"}});
     expectError({"WEFT_ROOT_ADDR"});
     setenv("WEFT_ROOT_ADDR", "127.0.0.1:4000", 1);
     LaunchInfo info = readOk();
@@ -330,6 +342,7 @@ TEST_CASE("Slurm environment", "[bootstrap][launch]") {
     LaunchEnv env({{"SLURM_PROCID", "0"},
                    {"SLURM_NTASKS", "7"},
                    {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                   {"SLURM_STEP_ID", "3"},
                    {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
     CHECK(readOk().localNranks == 0);
   }
@@ -339,11 +352,109 @@ TEST_CASE("Slurm environment", "[bootstrap][launch]") {
   }
   SECTION("malformed SLURM_PROCID") {
     LaunchEnv env({{"SLURM_PROCID", ""}, {"SLURM_NTASKS", "2"}});
-    expectError({"no launcher"});  // empty counts as unset
+    expectError({"SLURM_PROCID is not set"});  // empty counts as unset
   }
 }
 
 TEST_CASE("no launcher at all", "[bootstrap][launch]") {
   LaunchEnv env({});
   expectError({"no launcher", "WEFT_RANK"});
+  CHECK_FALSE(weft::bootstrap::launcherDetected());
+}
+
+TEST_CASE("the launcher that started the process wins over variables of outer or stale ones",
+          "[bootstrap][launch]") {
+  SECTION("mpirun with a stale MASTER_ADDR and WORLD_SIZE in the environment") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "1"},
+                   {"OMPI_COMM_WORLD_SIZE", "6"},
+                   {"WORLD_SIZE", "8"},
+                   {"MASTER_ADDR", "10.0.0.1"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
+    LaunchInfo info = readOk();
+    CHECK(info.launcher == "openmpi");
+    CHECK(info.rank == 1);
+    CHECK(info.nranks == 6);
+  }
+  SECTION("torchrun workers inside an srun step") {
+    LaunchEnv env({{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", "2"},
+                   {"SLURM_STEP_ID", "0"},
+                   {"RANK", "5"},
+                   {"WORLD_SIZE", "8"},
+                   {"MASTER_ADDR", "127.0.0.1"},
+                   {"MASTER_PORT", "29500"}});
+    LaunchInfo info = readOk();
+    CHECK(info.launcher == "torchrun");
+    CHECK(info.rank == 5);
+    CHECK(info.nranks == 8);
+  }
+  SECTION("mpirun inside an sbatch script") {
+    LaunchEnv env({{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", "4"},
+                   {"OMPI_COMM_WORLD_RANK", "3"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
+    CHECK(readOk().launcher == "openmpi");
+  }
+  SECTION("two launchers of the same depth that agree") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "2"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"PMI_RANK", "2"},
+                   {"PMI_SIZE", "4"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
+    CHECK(readOk().launcher == "openmpi");
+  }
+  SECTION("two launchers of the same depth that disagree are a conflict naming both") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "0"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"PMI_RANK", "1"},
+                   {"PMI_SIZE", "2"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
+    expectError({"conflicting", "OMPI_COMM_WORLD_RANK=0", "PMI_RANK=1 PMI_SIZE=2"});
+  }
+}
+
+TEST_CASE("variables that claim several ranks never make a silent singleton",
+          "[bootstrap][launch]") {
+  SECTION("PMI-1 ranks without a rendezvous are refused, naming what is missing") {
+    LaunchEnv env({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}});
+    CHECK(weft::bootstrap::launcherDetected());
+    expectError({"PMI_RANK=1 PMI_SIZE=2", "WEFT_ROOT_ADDR"});
+    setenv("WEFT_ROOT_ADDR", "127.0.0.1:4000", 1);
+    LaunchInfo info = readOk();
+    CHECK(info.launcher == "pmi");
+    CHECK(info.rank == 1);
+    CHECK(info.nranks == 2);
+  }
+  SECTION("MVAPICH ranks") {
+    LaunchEnv env({{"MV2_COMM_WORLD_RANK", "0"},
+                   {"MV2_COMM_WORLD_SIZE", "3"},
+                   {"MV2_COMM_WORLD_LOCAL_RANK", "0"},
+                   {"MV2_COMM_WORLD_LOCAL_SIZE", "3"}});
+    expectError({"MV2_COMM_WORLD_RANK=0 MV2_COMM_WORLD_SIZE=3", "WEFT_ROOT_ADDR"});
+    setenv("WEFT_ROOT_ADDR", "127.0.0.1:4000", 1);
+    LaunchInfo info = readOk();
+    CHECK(info.launcher == "mvapich");
+    CHECK(info.localNranks == 3);
+  }
+  SECTION("a size without a rank") {
+    LaunchEnv env({{"WORLD_SIZE", "4"}});
+    CHECK(weft::bootstrap::launcherDetected());
+    expectError({"WORLD_SIZE=4", "RANK is not set"});
+  }
+  SECTION("a size of one without a rank is no launcher") {
+    LaunchEnv env({{"WORLD_SIZE", "1"}, {"PMI_SIZE", "1"}});
+    CHECK_FALSE(weft::bootstrap::launcherDetected());
+  }
+  SECTION("a PMIx rank alone") {
+    LaunchEnv env({{"PMIX_RANK", "0"}});
+    CHECK(weft::bootstrap::launcherDetected());
+    expectError({"PMIX_RANK=0", "PMIx"});
+  }
+  SECTION("a lone process in an sbatch script of several tasks") {
+    LaunchEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "9"}});
+    expectError({"SLURM_NTASKS=4", "srun"});
+    setenv("SLURM_NTASKS", "1", 1);
+    CHECK(readOk().nranks == 1);
+  }
 }
