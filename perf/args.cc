@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "device_memory.h"
+#include "usage.h"
 
 namespace weft::perf {
 namespace {
@@ -30,40 +31,6 @@ constexpr NamedType kTypeNames[] = {
 constexpr int kNumDisplayTypes = 10;
 
 constexpr const char* kOpNames[weftNumOps] = {"sum", "prod", "max", "min", "avg"};
-
-void printUsage(const char* programName) {
-  std::printf(
-      "USAGE: %s \n\t"
-      "[-t,--nthreads <num threads>] \n\t"
-      "[-g,--ngpus <gpus per thread>] (must be 1) \n\t"
-      "[-b,--minbytes <min size in bytes>] \n\t"
-      "[-e,--maxbytes <max size in bytes>] \n\t"
-      "[-i,--stepbytes <increment size>] \n\t"
-      "[-f,--stepfactor <increment factor>] \n\t"
-      "[-n,--iters <iteration count>] \n\t"
-      "[-m,--agg_iters <aggregated iteration count>] \n\t"
-      "[-w,--warmup_iters <warmup iteration count>] \n\t"
-      "[-N,--run_cycles <cycle count> run & print each cycle (default: 1; 0=infinite)] \n\t"
-      "[-p,--parallel_init <0/1>] (accepted; ranks always initialise in parallel) \n\t"
-      "[-c,--check <check iteration count>] \n\t"
-      "[-o,--op <sum/prod/min/max/avg/all>] \n\t"
-      "[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>] \n\t"
-      "[-r,--root <root/all>] \n\t"
-      "[-z,--blocking <0/1/2/3> 0=requests then wait, 1=barrier after each inner iter (-m), "
-      "2=no barrier, 3=barrier after each outer iter (-n), not timed] \n\t"
-      "[-y,--stream_null <0/1>] (accepted, no effect) \n\t"
-      "[-T,--timeout <time in seconds>] \n\t"
-      "[-G,--cudagraph <num graph launches>] (must be 0) \n\t"
-      "[-C,--report_cputime <0/1>] \n\t"
-      "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] \n\t"
-      "weft-specific: \n\t"
-      "[-M,--memory <host/device>] where the buffers live (default: $WEFT_PERF_MEMORY, else host); "
-      "device: cudaMalloc on GPU rank %% device count, checked through host copies \n\t"
-      "[-s,--stream <0/1>] 1=the stream-ordered weft*OnStream calls on a stream of each rank, "
-      "timed to cudaStreamSynchronize (needs -M device) \n\t"
-      "[-h,--help]\n",
-      programName);
-}
 
 bool parseInt(const char* text, long minValue, long maxValue, const char* flag, long* out) {
   errno = 0;
@@ -128,7 +95,32 @@ bool parseMemory(const char* text, bool* deviceMemory) {
     *deviceMemory = text[0] == 'd';
     return true;
   }
-  std::fprintf(stderr, "invalid value '%s' for -M/--memory (expected host or device)\n", text);
+  std::fprintf(stderr, "invalid value '%s' for -k/--memory-kind (expected host or device)\n", text);
+  return false;
+}
+
+// -M is nccl-tests' memory report; weft's -M used to name the memory kind, so say where it went.
+bool parseMemoryReport(const char* text, int* memoryReport) {
+  if (std::strcmp(text, "host") == 0 || std::strcmp(text, "device") == 0) {
+    std::fprintf(stderr,
+                 "-M %s: -M (--memory) is nccl-tests' memory report (0 or 1); the memory kind "
+                 "is -k/--memory-kind %s\n",
+                 text, text);
+    return false;
+  }
+  return parseIntInto(text, 0, 1, "-M", memoryReport);
+}
+
+// nccl-tests flags for features weft lacks: their "off" value is accepted, as it means the same
+// thing here; any other value is an error that says why, never a silent difference.
+bool acceptOnlyOff(const char* text, long off, const char* flag, const char* why) {
+  long value = 0;
+  if (!parseInt(text, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), flag,
+                &value)) {
+    return false;
+  }
+  if (value == off) return true;
+  std::fprintf(stderr, "%s %s is not supported: %s\n", flag, text, why);
   return false;
 }
 
@@ -160,7 +152,17 @@ const option kLongOptions[] = {
     {"cudagraph", required_argument, nullptr, 'G'},
     {"report_cputime", required_argument, nullptr, 'C'},
     {"average", required_argument, nullptr, 'a'},
+    {"report_timestamps", required_argument, nullptr, 'S'},
+    {"output_file", required_argument, nullptr, 'J'},
+    {"local_register", required_argument, nullptr, 'R'},
+    {"cta_policy", required_argument, nullptr, 'x'},
+    {"device_implementation", required_argument, nullptr, 'D'},
+    {"device_cta_count", required_argument, nullptr, 'V'},
     {"memory", required_argument, nullptr, 'M'},
+    {"unalign", required_argument, nullptr, 'u'},
+    {"per_iter_timing", required_argument, nullptr, 'I'},
+    {"per_iter_skip", required_argument, nullptr, 'K'},
+    {"memory-kind", required_argument, nullptr, 'k'},
     {"stream", required_argument, nullptr, 's'},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
@@ -192,7 +194,7 @@ bool applyFlag(int flag, const char* value, Options* o) {
     case 'N':
       return parseIntInto(value, 0, kIntMax, "-N", &o->runCycles);
     case 'p':
-      return parseInt(value, 0, 1, "-p", &ignored);
+      return parseIntInto(value, 0, 1, "-p", &o->parallelInit);
     case 'c':
       return parseIntInto(value, 0, kIntMax, "-c", &o->check);
     case 'o':
@@ -212,13 +214,55 @@ bool applyFlag(int flag, const char* value, Options* o) {
     case 'T':
       return parseIntInto(value, 0, kIntMax, "-T", &o->timeoutSec);
     case 'G':
-      return parseInt(value, 0, 0, "-G (weft has no CUDA graphs)", &ignored);
+      return acceptOnlyOff(value, 0, "-G (--cudagraph)",
+                           "weft calls are not captured into CUDA graphs");
     case 'C':
       return parseIntInto(value, 0, 1, "-C", &o->reportCpuTime);
     case 'a':
       return parseIntInto(value, 0, 3, "-a", &o->average);
     case 'M':
+      return parseMemoryReport(value, &o->memoryReport);
+    case 'k':
       return parseMemory(value, &o->deviceMemory);
+    case 'J':
+      if (*value == '\0') {
+        std::fprintf(stderr, "-J (--output_file) needs a file name\n");
+        return false;
+      }
+      o->jsonPath = value;
+      return true;
+    case 'S':
+      return parseIntInto(value, 0, 1, "-S", &o->reportTimestamps);
+    case 'u':
+      // nccl-tests pads each buffer by 8 bytes per element of misalignment; a bound keeps that
+      // padding from overflowing the allocation size.
+      return parseIntInto(value, 0, 1 << 20, "-u", &o->unalign);
+    case 'I':
+      return acceptOnlyOff(value, 0, "-I (--per_iter_timing)",
+                           "per-iteration timing is not supported yet (weft's requests carry no "
+                           "completion timestamps to time each iteration by)");
+    case 'K':
+      return acceptOnlyOff(value, 0, "-K (--per_iter_skip)",
+                           "it skips samples of -I per-iteration timing, which is not supported "
+                           "yet");
+    case 'R':
+      return acceptOnlyOff(value, 0, "-R (--local_register)",
+                           "buffer registration is not supported yet (it comes with zero-copy)");
+    case 'x':
+      std::fprintf(stderr,
+                   "-x (--cta_policy) %s is not supported: weft runs no CUDA kernels, "
+                   "so it has no CTA policy to set\n",
+                   value);
+      return false;
+    case 'D':
+      return acceptOnlyOff(value, 0, "-D (--device_implementation)",
+                           "weft has no device-side implementations of the collectives");
+    case 'V':
+      std::fprintf(stderr,
+                   "-V (--device_cta_count) %s is not supported: it sizes -D device "
+                   "implementations, which weft does not have\n",
+                   value);
+      return false;
     case 's':
       return parseIntInto(value, 0, 1, "-s", &o->onStream);
     default:
@@ -313,6 +357,7 @@ std::vector<size_t> warmupSizes(const Options& o) {
 
 ParseResult parseOptions(int argc, char** argv, const char* programName, Options* options) {
   optind = 1;
+  options->commandLine.assign(argv, argv + argc);
   // The environment sets the default; the flag overrides it.
   if (const char* memory = std::getenv("WEFT_PERF_MEMORY"); memory && *memory) {
     if (!parseMemory(memory, &options->deviceMemory)) {
@@ -321,8 +366,10 @@ ParseResult parseOptions(int argc, char** argv, const char* programName, Options
     }
   }
   while (true) {
-    const int flag = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:M:s:h",
-                                 kLongOptions, nullptr);
+    const int flag = getopt_long(
+        argc, argv,
+        "t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:k:s:", kLongOptions,
+        nullptr);
     if (flag == -1) break;
     if (flag == 'h') {
       printUsage(programName);
@@ -346,12 +393,13 @@ ParseResult parseOptions(int argc, char** argv, const char* programName, Options
   }
   if (options->deviceMemory && !deviceMemoryBuilt()) {
     std::fprintf(stderr,
-                 "-M device (--memory, WEFT_PERF_MEMORY): these tools were built without CUDA; "
+                 "-k device (--memory-kind, WEFT_PERF_MEMORY): these tools were built without "
+                 "CUDA; "
                  "configure weft with -DWEFT_CUDA=ON on a machine with the CUDA toolkit\n");
     return ParseResult::kExitFailure;
   }
   if (options->onStream && !options->deviceMemory) {
-    std::fprintf(stderr, "-s 1 (--stream): stream-ordered calls need -M device\n");
+    std::fprintf(stderr, "-s 1 (--stream): stream-ordered calls need -k device\n");
     return ParseResult::kExitFailure;
   }
   if (options->minBytes > options->maxBytes) {

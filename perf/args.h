@@ -28,9 +28,16 @@ struct Options {
   std::vector<weftDataType_t> types{weftFloat32};  // -d
   std::vector<weftRedOp_t> ops{weftSum};           // -o
   int root = 0;                                    // -r: a rank, or -1 for every rank ("all")
+  int parallelInit = 0;                            // -p: accepted; ranks always init in parallel
+  int memoryReport = 0;      // -M 0|1: the "memory usage" line after the summary
+  std::string jsonPath;      // -J: nccl-tests' JSON results file; empty = none
+  int reportTimestamps = 0;  // -S 0|1: a wall-clock timestamp at the end of each row
+  int unalign = 0;           // -u: buffers start this many elements past their alignment
+  std::vector<std::string> commandLine;  // argv, for the JSON file's "args"
   // weft's own flags (nccl-tests always uses GPU buffers and a stream):
-  bool deviceMemory = false;  // -M host|device: buffers in cudaMalloc memory (env WEFT_PERF_MEMORY)
-  bool onStream = false;      // -s 0|1: the weft*OnStream forms on a stream of the rank's own
+  // -k, --memory-kind host|device: buffers in cudaMalloc memory (env WEFT_PERF_MEMORY)
+  bool deviceMemory = false;
+  bool onStream = false;  // -s 0|1: the weft*OnStream forms on a stream of the rank's own
 };
 
 // Outcome of parsing: run, exit successfully (-h), or exit with an error (already printed).

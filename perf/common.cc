@@ -12,15 +12,21 @@
 #include "args.h"
 #include "data.h"
 #include "device_memory.h"
+#include "json_report.h"
 #include "launch.h"
+#include "memory_report.h"
 #include "report.h"
 #include "watchdog.h"
 
 namespace weft::perf {
 namespace {
 
-// ctest's SKIP_RETURN_CODE and automake's convention: -M device where there is no GPU.
+// ctest's SKIP_RETURN_CODE and automake's convention: -k device where there is no GPU.
 constexpr int kExitSkipped = 77;
+
+// -M 1: the process's resident memory before the launcher and the communicators existed, the
+// baseline of the report's "Initialization".
+int64_t residentAtStart = 0;
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
@@ -65,14 +71,15 @@ struct Rank {
   int nranks = 1;
   weftComm_t comm = nullptr;
   bool printer = false;         // global rank 0 prints the report
-  Buffer send, recv, expected;  // -M device: the host copies that data is made and checked in
-  DeviceBuffer deviceSend, deviceRecv;  // -M device: what the calls read and write
+  Buffer send, recv, expected;  // -k device: the host copies that data is made and checked in
+  DeviceBuffer deviceSend, deviceRecv;  // -k device: what the calls read and write
   void* stream = nullptr;               // -s 1
   std::vector<weftRequest_t> requests;  // room for every call of one timed batch
   uint64_t checks = 0;                  // checked calls so far: seeds the data
   int failedChecks = 0;
   double busBwSum = 0;
   int variants = 0;
+  JsonReport* json = nullptr;  // -J, on the printer only
 };
 
 Point makePoint(const Rank& r, size_t bytes, weftDataType_t type, weftRedOp_t op, int root) {
@@ -83,7 +90,7 @@ Point makePoint(const Rank& r, size_t bytes, weftDataType_t type, weftRedOp_t op
   return p;
 }
 
-// A send and a receive allocation: the host buffers, or with -M device the device ones, which
+// A send and a receive allocation: the host buffers, or with -k device the device ones, which
 // the host ones mirror offset for offset.
 struct Memory {
   char* send;
@@ -98,13 +105,24 @@ Memory callMemory(const Rank& r) {
   return r.opts.deviceMemory ? Memory{r.deviceSend.get(), r.deviceRecv.get()} : hostMemory(r);
 }
 
+// -u: how far past its (64-byte aligned) start each buffer is used, as nccl-tests shifts its
+// buffers by -u elements of the type under test.
+size_t misalignBytes(const Rank& r, const Point& p) {
+  return size_t(r.opts.unalign) * p.eltSize;
+}
+
+// The padding each buffer gets for -u: 8 bytes (the largest type) per element, as nccl-tests.
+size_t unalignPadding(const Options& opts) {
+  return 8 * size_t(opts.unalign);
+}
+
 // The buffers of call number `call`. Successive calls walk through the whole allocation, as in
 // nccl-tests, so that a small size is not timed from a cache that one buffer would keep warm.
 void callBuffers(const Rank& r, const Memory& memory, const Point& p, bool inPlace, int call,
                  void** send, void** recv) {
   const size_t span = std::max(p.sendBytes, p.recvBytes);
   const size_t steps = span ? std::max<size_t>(r.opts.maxBytes / span, 1) : 1;
-  const size_t shift = span * (size_t(call) % steps);
+  const size_t shift = span * (size_t(call) % steps) + misalignBytes(r, p);
   char* recvBase = memory.recv + shift;
   if (inPlace) {
     *send = recvBase + p.counts.sendInplaceOffset * size_t(r.rank) * p.eltSize;
@@ -206,13 +224,13 @@ int64_t checkVariant(Rank& r, const Point& p, bool inPlace) {
     callBuffers(r, hostMemory(r), p, inPlace, 0, &send, &recv);
     // Poison what the call may write, with a byte that changes from check to check, so that
     // results left over from an earlier call cannot pass.
-    const size_t span = std::max(p.sendBytes, p.recvBytes);
+    const size_t span = std::max(p.sendBytes, p.recvBytes) + misalignBytes(r, p);
     std::memset(r.recv.get(), int(0xa5 + 0x3d * r.checks) & 0xff, span);
     const InitArgs init{send, r.expected.get(), recv,   p.counts, p.type,
                         p.op, p.root,           r.rank, r.nranks, mixSeed(r.checks, 0x77656674)};
     r.test.initData(init);
     if (r.opts.deviceMemory) {
-      copyToDevice(r.deviceSend.get(), r.send.get(), p.sendBytes);
+      copyToDevice(r.deviceSend.get(), r.send.get(), p.sendBytes + misalignBytes(r, p));
       copyToDevice(r.deviceRecv.get(), r.recv.get(), span);
     }
     runCalls(r, p, inPlace, 1, 1);
@@ -241,6 +259,8 @@ void benchVariant(Rank& r, const Point& p, bool inPlace) {
   if (r.printer) {
     const double reported = r.opts.reportCpuTime ? timing.cpuSeconds : seconds;
     printRowVariant(reported * 1e6, algBw, busBw, wrong);
+    if (r.json)
+      r.json->writeVariant(!inPlace, r.opts.reportCpuTime, reported * 1e6, algBw, busBw, wrong);
   }
 }
 
@@ -256,13 +276,19 @@ void timeTest(Rank& r, weftDataType_t type, weftRedOp_t op, int root) {
   for (int cycle = 0; r.opts.runCycles == 0 || cycle < r.opts.runCycles; ++cycle) {
     for (size_t bytes : sizes) {
       const Point p = makePoint(r, bytes, type, op, root);
+      const size_t rowBytes = std::max(p.sendBytes, p.recvBytes);
+      const char* opName = r.test.usesOp ? opDisplayName(op) : "none";
       if (r.printer) {
-        printRowPrefix(std::max(p.sendBytes, p.recvBytes), p.counts.param, typeDisplayName(type),
-                       r.test.usesOp ? opDisplayName(op) : "none", root);
+        printRowPrefix(rowBytes, p.counts.param, typeDisplayName(type), opName, root);
+        if (r.json) r.json->beginRow(rowBytes, p.counts.param, typeDisplayName(type), opName, root);
       }
       benchVariant(r, p, false);
       benchVariant(r, p, true);
-      if (r.printer) printRowEnd();
+      if (r.printer) {
+        if (r.opts.reportTimestamps) printTimestamp();
+        printRowEnd();
+        if (r.json) r.json->endRow(r.opts.iters);
+      }
     }
   }
 }
@@ -278,6 +304,24 @@ struct RankOutcome {
   bool failed = false;
 };
 
+// -M 1: the largest of every rank's value (each a process's resident-memory difference), as
+// nccl-tests takes the largest over its GPUs and processes.
+int64_t maxOverRanks(const Rank& r, int64_t value) {
+  watchdog::Scope waiting;
+  PERF_CHECK(weftAllReduce(&value, &value, 1, weftInt64, weftMax, r.comm, nullptr));
+  return value;
+}
+
+// -M 1: the process's resident memory once every rank of it has reached this point. The
+// barrier before keeps slower ranks' earlier work in, the one after keeps faster ranks' next
+// work out.
+int64_t residentAtBarrier(const Rank& r) {
+  barrier(r);
+  const int64_t resident = residentBytes();
+  barrier(r);
+  return resident;
+}
+
 void rankMain(const Options& opts, const CollTest& test, const char* programName,
               const ProcessSetup& setup, int thread, RankOutcome* outcome) {
   Rank r(opts, test);
@@ -290,24 +334,36 @@ void rankMain(const Options& opts, const CollTest& test, const char* programName
     if (r.printer) std::printf("invalid root %d: there are %d ranks\n", opts.root, r.nranks);
     outcome->failed = true;
   } else {
-    r.send = allocateBuffer(opts.maxBytes);
-    r.recv = allocateBuffer(opts.maxBytes);
-    if (opts.check > 0) r.expected = allocateBuffer(opts.maxBytes);
+    const int64_t afterInit = opts.memoryReport ? residentAtBarrier(r) : 0;
+    const size_t bufferBytes = opts.maxBytes + unalignPadding(opts);
+    r.send = allocateBuffer(bufferBytes);
+    r.recv = allocateBuffer(bufferBytes);
+    if (opts.check > 0) r.expected = allocateBuffer(bufferBytes);
     std::string device;
     if (opts.deviceMemory) {
       selectRankDevice(r.rank);
       device = currentDeviceDescription();
-      r.deviceSend = allocateDeviceBuffer(opts.maxBytes);
-      r.deviceRecv = allocateDeviceBuffer(opts.maxBytes);
+      r.deviceSend = allocateDeviceBuffer(bufferBytes);
+      r.deviceRecv = allocateDeviceBuffer(bufferBytes);
       if (opts.onStream) r.stream = createStream();
     }
     const int batch = std::max(opts.iters * opts.aggIters, opts.warmupIters);
     r.requests.assign(size_t(batch) * kMaxRequestsPerCall, nullptr);
+    const int64_t afterBuffers = opts.memoryReport ? residentAtBarrier(r) : 0;
 
     const std::vector<RankInfo> infos = gatherRankInfo(r.comm, r.rank, r.nranks);
     int version = 0;
     PERF_CHECK(weftGetVersion(&version));
+    std::unique_ptr<JsonReport> json;
+    if (r.printer && !opts.jsonPath.empty()) {
+      json = std::make_unique<JsonReport>();
+      if (json->open(opts.jsonPath)) {
+        r.json = json.get();
+        r.json->writeStart(opts.commandLine, version);
+      }
+    }
     if (r.printer) printPreamble(programName, version, opts, infos, device);
+    if (r.json) r.json->writeConfig(opts, infos);
 
     const std::vector<weftRedOp_t> ops = test.usesOp ? opts.ops : std::vector{weftSum};
     std::vector<int> roots{-1};
@@ -324,7 +380,15 @@ void rankMain(const Options& opts, const CollTest& test, const char* programName
 
     const double avgBusBw = r.variants ? r.busBwSum / r.variants : 0;
     const double minBw = minBusBwFromEnv();
+    const int64_t afterTests = opts.memoryReport ? residentAtBarrier(r) : 0;
     if (r.printer) printSummary(programName, r.failedChecks, avgBusBw, minBw);
+    if (opts.memoryReport) {
+      const int64_t initialization = maxOverRanks(r, afterInit - residentAtStart);
+      const int64_t userAllocated = maxOverRanks(r, afterBuffers - afterInit);
+      const int64_t collective = maxOverRanks(r, afterTests - afterBuffers);
+      if (r.printer) printMemoryReport(initialization, userAllocated, collective);
+    }
+    if (r.json) r.json->finish(r.failedChecks, avgBusBw, minBw);
     // Every rank saw the same (all-reduced) counts, so every process exits with the same status.
     outcome->failed = r.failedChecks > 0 || (minBw >= 0 && avgBusBw < 0.9 * minBw);
   }
@@ -375,6 +439,7 @@ int runPerfTest(int argc, char** argv, const CollTest& test) {
     return kExitSkipped;
   }
 
+  residentAtStart = residentBytes();
   // Slots 0..nThreads-1 are the rank threads; the last one is this thread's, for the setup.
   watchdog::start(opts.timeoutSec, opts.nThreads + 1);
   watchdog::bindThread(opts.nThreads, -1);

@@ -1,4 +1,4 @@
-// GPU buffers for the *_perf tools (-M device, -s 1): the few CUDA runtime calls the driver needs,
+// GPU buffers for the *_perf tools (-k device, -s 1): the few CUDA runtime calls the driver needs,
 // behind plain functions so that common.cc stays free of CUDA headers and builds without them.
 // In a build without CUDA (WEFT_HAVE_CUDA undefined) only deviceMemoryBuilt() may be called.
 #pragma once
@@ -9,7 +9,7 @@
 
 namespace weft::perf {
 
-// Whether these tools were built with CUDA, i.e. whether -M device can work at all.
+// Whether these tools were built with CUDA, i.e. whether -k device can work at all.
 bool deviceMemoryBuilt();
 
 // Whether a GPU is usable; otherwise *reason holds the runtime's error text (no driver, no device).

@@ -1,11 +1,14 @@
 #include "report.h"
 
 #include <cstdio>
+#include <ctime>
 
 namespace weft::perf {
 namespace {
 
 constexpr const char* kTestsVersion = "0.1.0";
+// -S: nccl-tests' timestamp form (local time).
+constexpr const char* kTimestampFormat = "%Y-%m-%d %H:%M:%S";
 
 // Partial lines are flushed at once so that a slow size shows its progress, as nccl-tests does.
 void flushOut() {
@@ -31,9 +34,9 @@ void printPreamble(const char* programName, int libraryVersion, const Options& o
   const bool geometric = o.stepFactor > 1;
   std::printf(
       "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
-      "agg iters: %d validation: %d graph: 0\n",
+      "agg iters: %d validation: %d graph: 0 unalign: %d\n",
       o.nThreads, o.nGpus, o.minBytes, o.maxBytes, geometric ? o.stepFactor : o.stepBytes,
-      geometric ? "factor" : "bytes", o.warmupIters, o.iters, o.aggIters, o.check);
+      geometric ? "factor" : "bytes", o.warmupIters, o.iters, o.aggIters, o.check, o.unalign);
   if (o.blocking == 1) {
     std::printf("# Blocking Enabled: wait and barrier after each inner iteration (-m) \n");
   } else if (o.blocking == 2) {
@@ -54,17 +57,21 @@ void printPreamble(const char* programName, int libraryVersion, const Options& o
   }
 
   const char* time = o.reportCpuTime ? "cputime" : "time";
+  // -S: a last column, its label over the timestamp format, as nccl-tests heads it.
+  const int stampWidth = o.reportTimestamps ? 19 : 0;
+  const char* stampLabel = o.reportTimestamps ? "timestamp" : "";
+  const char* stampFormat = o.reportTimestamps ? kTimestampFormat : "";
   std::printf("#\n");
   std::printf(
       "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
       "          \n",
       "", "", "", "", "");
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "size",
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size",
               "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw",
-              "busbw", "#wrong");
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "(B)",
+              "busbw", "#wrong", stampWidth, stampLabel);
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-              "");
+              "", stampWidth, stampFormat);
   flushOut();
 }
 
@@ -84,6 +91,15 @@ void printRowVariant(double timeUsec, double algBw, double busBw, int64_t wrong)
     std::printf("  %7s  %6s  %6s    N/A", time.c_str(), alg.c_str(), bus.c_str());
   }
   flushOut();
+}
+
+void printTimestamp() {
+  char text[64];
+  const std::time_t seconds = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  std::strftime(text, sizeof(text), kTimestampFormat, &local);
+  std::printf("%21s", text);
 }
 
 void printRowEnd() {

@@ -23,7 +23,7 @@ struct RankInfo {
 std::string formatValue(double value, int width);
 
 // Everything up to and including the table header. Rank 0 prints it once.
-// `device` names rank 0's GPU with -M device (empty otherwise).
+// `device` names rank 0's GPU with -k device (empty otherwise).
 void printPreamble(const char* programName, int libraryVersion, const Options& options,
                    const std::vector<RankInfo>& ranks, const std::string& device);
 
@@ -31,6 +31,8 @@ void printPreamble(const char* programName, int libraryVersion, const Options& o
 void printRowPrefix(size_t bytes, size_t count, const char* typeName, const char* opName, int root);
 // wrong < 0 prints "N/A" (checking off, or not defined for this variant).
 void printRowVariant(double timeUsec, double algBw, double busBw, int64_t wrong);
+// -S: the wall-clock time, after the in-place variant.
+void printTimestamp();
 void printRowEnd();
 
 // "Out of bounds values", "Avg bus bandwidth" (checked against minBw when it is >= 0), and the

@@ -128,7 +128,7 @@ else
 fi
 
 for n in 2 4; do
-  run_step "all_reduce_perf.np$n" 150 "$weftrun" --timeout 140 -n "$n" "$perf" -M device -s 1 \
+  run_step "all_reduce_perf.np$n" 150 "$weftrun" --timeout 140 -n "$n" "$perf" -k device -s 1 \
     -b 8 -e 1G -f 2 -n 10 -w 2 -c 1
   bus=$(perf_busbw "all_reduce_perf.np$n" 268435456)
   wrong=$(sed -n 's/^# Out of bounds values *: *//p' "$logs/all_reduce_perf.np$n.log")

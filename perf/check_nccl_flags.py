@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Runs all_reduce_perf on 2 ranks with the nccl-tests flags weft implements and checks what each
+one means: -J writes nccl-tests' JSON (version 3 layout) holding the sizes and times the table
+shows, never overwriting an earlier file; -M 1 prints the memory line with the buffers' bytes;
+-S 1 ends each row with a timestamp; -u shows in the preamble and keeps the results exact; the
+off values of the refused flags (-I 0 -K 0 -R 0 -D 0 -G 0) are accepted.
+
+usage: check_nccl_flags.py WEFTRUN ALL_REDUCE_PERF WORKDIR
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+MAX_BYTES = 4 * 1024 * 1024  # above malloc's mmap threshold: buffers are fresh resident pages
+SIZES = [8 * 4**i for i in range(11) if 8 * 4**i <= MAX_BYTES]
+
+
+def fail(message, output=""):
+    print("FAIL: " + message)
+    if output:
+        print(output)
+    sys.exit(1)
+
+
+def run(weftrun, perf, flags):
+    command = [weftrun, "--timeout", "150", "-n", "2", perf, "-b", "8", "-e", str(MAX_BYTES),
+               "-f", "4", "-n", "3", "-w", "1", "-c", "1"] + flags
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            timeout=180)
+    if result.returncode != 0:
+        fail("exit %d: %s" % (result.returncode, " ".join(command)), result.stdout)
+    return result.stdout
+
+
+def table_rows(output):
+    rows = [line.split() for line in output.splitlines()
+            if line.strip() and not line.startswith("#") and line.split()[0].isdigit()]
+    if [int(row[0]) for row in rows] != SIZES:
+        fail("table sizes %s, expected %s" % ([row[0] for row in rows], SIZES), output)
+    return rows
+
+
+def check_json(path, rows, output):
+    with open(path) as f:
+        doc = json.load(f)
+    for key in ["version", "start_time", "args", "env", "nccl_version", "config", "results",
+                "out_of_bounds", "average_bus_bandwidth", "errors", "end_time"]:
+        if key not in doc:
+            fail("JSON lacks top-level key '%s'" % key)
+    if doc["version"] != 3:
+        fail("JSON version %r, expected nccl-tests' 3" % doc["version"])
+    config = doc["config"]
+    if (config["minimum_bytes"], config["maximum_bytes"], config["step_factor"],
+            config["iterations"]) != (8, MAX_BYTES, 4, 3):
+        fail("JSON config %r does not hold the run's flags" % config)
+    if len(config["devices"]) != 2:
+        fail("JSON config lists %d devices, expected 2 ranks" % len(config["devices"]))
+    results = doc["results"]
+    if [r["size"] for r in results] != SIZES:
+        fail("JSON sizes %s, expected %s" % ([r["size"] for r in results], SIZES))
+    for result, row in zip(results, rows):
+        if result["count"] != int(row[1]) or result["type"] != "float" or \
+                result["root"].strip() != "-1" or result["actual_iterations"] != 3:
+            fail("JSON row %r does not match table row %r" % (result, row))
+        for variant, column in (("out_of_place", 5), ("in_place", 9)):
+            timing = result[variant]
+            if not timing["time"] > 0 or abs(timing["time"] - float(row[column])) > \
+                    0.01 + 0.001 * timing["time"]:
+                fail("JSON %s time %r is not the table's %s" % (variant, timing, row[column]))
+            if timing["nwrong"] != 0:
+                fail("JSON %s nwrong %r" % (variant, timing["nwrong"]))
+    if doc["out_of_bounds"] != {"count": 0, "okay": "true"}:
+        fail("JSON out_of_bounds %r" % doc["out_of_bounds"])
+    if doc["average_bus_bandwidth"]["okay"] != "unchecked":
+        fail("JSON average_bus_bandwidth %r" % doc["average_bus_bandwidth"])
+
+
+def main():
+    weftrun, perf, workdir = sys.argv[1:4]
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    path = os.path.join(workdir, "results.json")
+
+    # Short forms, with the memory report, timestamps, misalignment and the refused flags' off
+    # values.
+    output = run(weftrun, perf, ["-J", path, "-M", "1", "-S", "1", "-u", "3", "-I", "0", "-K",
+                                 "0", "-R", "0", "-D", "0", "-G", "0", "-k", "host"])
+    if "# Writing JSON output to %s\n" % path not in output:
+        fail("no '# Writing JSON output to' line", output)
+    if "unalign: 3" not in output:
+        fail("the preamble does not show -u 3", output)
+    rows = table_rows(output)
+    for row in rows:
+        if len(row) != 15 or not re.fullmatch(r"\d{4}-\d\d-\d\d", row[13]) or \
+                not re.fullmatch(r"\d\d:\d\d:\d\d", row[14]):
+            fail("-S 1: row without a trailing timestamp: %r" % row, output)
+        if row[8] != "0" or row[12] != "0":
+            fail("-u 3: wrong elements in row %r" % row, output)
+    if not re.search(r"^#.*#wrong +timestamp$", output, re.M):
+        fail("-S 1: no timestamp column in the header", output)
+    memory = re.search(r"^# Host memory usage +: Initialization (-?[\d.]+ [KMG]?B) \| "
+                       r"User-Allocated ([\d.]+) ([KMG]?B) \| Collective -?[\d.]+ [KMG]?B \| "
+                       r"Total  -?[\d.]+ [KMG]?B$", output, re.M)
+    if not memory:
+        fail("-M 1: no memory usage line", output)
+    scale = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[memory.group(3)]
+    user = float(memory.group(2)) * scale
+    # Send, receive and expected buffers of MAX_BYTES each, resident once zeroed.
+    if not 3 * MAX_BYTES * 0.9 <= user <= 3 * MAX_BYTES * 2:
+        fail("-M 1: User-Allocated %s is not the 3 x %d buffer bytes" % (memory.group(0),
+                                                                           MAX_BYTES), output)
+    check_json(path, rows, output)
+
+    # Long forms; the same -J path again is kept and the new results go to path.0.
+    output = run(weftrun, perf, ["--output_file", path, "--memory", "0",
+                                 "--report_timestamps", "0", "--unalign", "0",
+                                 "--memory-kind", "host"])
+    if "# Writing JSON output to %s.0\n" % path not in output:
+        fail("a second -J to the same path did not go to %s.0" % path, output)
+    rows = table_rows(output)
+    if any(len(row) != 13 for row in rows) or "memory usage" in output:
+        fail("-S 0 / -M 0 still print timestamps or the memory line", output)
+    check_json(path + ".0", rows, output)
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()
