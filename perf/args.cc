@@ -258,11 +258,9 @@ bool applyFlag(int flag, const char* value, Options* o) {
       return acceptOnlyOff(value, 0, "-D (--device_implementation)",
                            "weft has no device-side implementations of the collectives");
     case 'V':
-      std::fprintf(stderr,
-                   "-V (--device_cta_count) %s is not supported: it sizes -D device "
-                   "implementations, which weft does not have\n",
-                   value);
-      return false;
+      // Only -D implementations read it, in nccl-tests too: with -D 0 it has no effect there
+      // either.
+      return parseIntInto(value, 1, 1 << 16, "-V", &o->deviceCtaCount);
     case 's':
       return parseIntInto(value, 0, 1, "-s", &o->onStream);
     default:
