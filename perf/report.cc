@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <ctime>
 
+#include "weft/weft.h"
+
 namespace weft::perf {
 namespace {
 
-constexpr const char* kTestsVersion = "0.1.0";
+constexpr const char* kTestsVersion = WEFT_VERSION_STRING;
 // -S: nccl-tests' timestamp form (local time).
 constexpr const char* kTimestampFormat = "%Y-%m-%d %H:%M:%S";
 

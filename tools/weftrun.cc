@@ -12,10 +12,8 @@
 #include "launcher/launch_options.h"
 #include "launcher/rank_env.h"
 #include "launcher/supervisor.h"
+#include "weft/weft.h"
 
-#ifndef WEFTRUN_VERSION
-#define WEFTRUN_VERSION "0.1.0"  // CMake passes the project version; this covers plain g++ builds
-#endif
 
 namespace {
 
@@ -102,7 +100,7 @@ int ParseArguments(int argc, char** argv, weftrun::LaunchOptions* options) {
       return 0;
     }
     if (name == "--version") {
-      std::puts("weftrun " WEFTRUN_VERSION);
+      std::puts("weftrun " WEFT_VERSION_STRING);
       return 0;
     }
     if (name == "--tag-output" && !value) {

@@ -26,11 +26,18 @@ extern "C" {
 #define WEFT_API __attribute__((visibility("default")))
 #endif
 
+/* The one place the version is written: CMake reads it from here, and so do the tools. */
 #define WEFT_VERSION_MAJOR 0
 #define WEFT_VERSION_MINOR 1
 #define WEFT_VERSION_PATCH 0
 #define WEFT_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
 #define WEFT_VERSION_CODE WEFT_VERSION(WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR, WEFT_VERSION_PATCH)
+#define WEFT_STRINGIFY_(x) #x
+#define WEFT_STRINGIFY(x) WEFT_STRINGIFY_(x)
+/* "0.1.0" */
+#define WEFT_VERSION_STRING                                                      \
+  WEFT_STRINGIFY(WEFT_VERSION_MAJOR) "." WEFT_STRINGIFY(WEFT_VERSION_MINOR) "." \
+      WEFT_STRINGIFY(WEFT_VERSION_PATCH)
 
 /* Result codes. The numbering matches NCCL's where the meaning is the same. */
 typedef enum {
