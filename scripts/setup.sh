@@ -11,6 +11,8 @@ packages=(
   libibverbs-dev                        # the rdma transport's headers (libibverbs is dlopen'ed)
   iproute2 procps                       # network namespaces and process checks in tests
   python3                               # the layer check (scripts/check_layers.py)
+  mpich                                 # mpiexec.hydra for the PMI-1 tests (launcher.hydra.*);
+                                        # beside Open MPI, whose mpirun keeps priority
 )
 # The torch.distributed backend (bindings/torch) and its tests; WEFT_SETUP_NO_TORCH=1 skips them
 # (the backend is then not built).
