@@ -111,9 +111,14 @@ class FakePmiServer {
   // The client's end of a new socketpair connection, served on a thread of its own.
   int clientFd() {
     auto [client, server] = socketPair();
-    std::lock_guard<std::mutex> lock(mutex_);
-    threads_.emplace_back([this, fd = server] { serve(fd); });
+    serveEnd(server);
     return client;
+  }
+  // Serves the server end of a connection the caller made (say, before a fork that must not
+  // copy the serving thread's state).
+  void serveEnd(int serverFd) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    threads_.emplace_back([this, serverFd] { serve(serverFd); });
   }
   // Accepts `nranks` connections on a loopback port; returns "127.0.0.1:<port>".
   std::string listen() {
