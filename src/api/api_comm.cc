@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "bootstrap/launch_env.h"
+#include "bootstrap/pmi1_rendezvous.h"
 #include "bootstrap/root_server.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
@@ -21,6 +22,16 @@ weftResult_t finishInit(weftComm_t* comm, const Status& status, weftComm* create
   weft::api::registerComm(created);
   *comm = created;
   return weftSuccess;
+}
+
+// Under a PMI-1 launcher, rank 0's unique id reaches the others through its key-value store.
+Status initThroughPmi(const weft::CommConfig& resolved, weftComm** out) {
+  weft::bootstrap::PmiRendezvous rendezvous;
+  WEFT_TRY(
+      weft::bootstrap::rendezvousOverPmi1(weft::Deadline::after(resolved.timeoutMs), &rendezvous));
+  weft::bootstrap::UniqueIdContents id;
+  WEFT_TRY(weft::bootstrap::decodeUniqueId(rendezvous.id, &id));
+  return weft::createComm(rendezvous.nranks, id, rendezvous.rank, resolved, out);
 }
 
 // Environment initialisation: rank 0 serves the rendezvous at the launcher's address. It binds
@@ -40,6 +51,7 @@ Status initFromEnvironment(const weftConfig_t* config, weftComm** out) {
   }
   weft::bootstrap::LaunchInfo info;
   WEFT_TRY(weft::bootstrap::readLaunchEnvironment(&info));
+  if (info.viaPmi) return initThroughPmi(resolved, out);
   std::shared_ptr<weft::bootstrap::RootServer> root;
   if (info.rank == 0) {
     weft::Deadline deadline = weft::Deadline::after(resolved.timeoutMs);

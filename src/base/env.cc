@@ -140,6 +140,8 @@ constexpr Variable kVariables[] = {
     {"RANK", "", "torchrun: rank."},
     {"SLURM_JOB_ID", "", "Slurm: job id (seeds a single-host rendezvous port)."},
     {"SLURM_LOCALID", "", "Slurm: rank within the host."},
+    {"SLURM_MPI_TYPE", "",
+     "Slurm: srun's --mpi plugin; under pmi2 the PMI_* variables are Slurm's."},
     {"SLURM_NTASKS", "", "Slurm: number of ranks."},
     {"SLURM_PROCID", "", "Slurm: rank."},
     {"SLURM_STEP_ID", "",

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/env.h"
+#include "bootstrap/pmi1_client.h"
 
 namespace weft::bootstrap {
 namespace {
@@ -55,10 +56,18 @@ constexpr Family kFamilies[] = {
     {"slurm", &kSlurm, 3, "Slurm"},
 };
 
+// Slurm's PMI-2 (srun --mpi=pmi2) sets PMI variables of its own protocol: Slurm's variables
+// stand then.
+bool slurmPmi2() {
+  return env::getString("SLURM_MPI_TYPE").rfind("pmi2", 0) == 0;
+}
+
 // The rank variable makes a family present; a size alone (WORLD_SIZE exported into a job's
 // environment by hand, say) does not, but is still a claim of several ranks that must not be
-// ignored when nothing else explains it.
+// ignored when nothing else explains it. A PMI-1 server's socket makes the PMI family present
+// even without PMI_RANK: under Hydra's -pmi-port only the socket says the rank.
 bool present(const Family& family) {
+  if (family.names == &kPmi) return !slurmPmi2() && (env::isSet("PMI_RANK") || pmi1Detected());
   return env::isSet(family.names->rank);
 }
 
@@ -289,6 +298,11 @@ Status readLaunchEnvironment(LaunchInfo* out) {
   const char* rootVariable = "WEFT_ROOT_ADDR";
   const std::string jobSeed = jobSeedOf(*names);
 
+  if (names == &kPmi && pmi1Detected() && !rootOverride) {
+    info.viaPmi = true;  // rank, size, root and secret come through the PMI server
+    *out = std::move(info);
+    return Status::ok();
+  }
   WEFT_TRY(readCounts(*names, &info));
   if (names == &kSlurm) info.localNranks = slurmLocalSize(env::getString("SLURM_TASKS_PER_NODE"));
   WEFT_TRY(validate(*names, info));

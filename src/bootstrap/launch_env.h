@@ -1,4 +1,4 @@
-// Reading a launcher's environment: weftrun, torchrun, Open MPI, Slurm.
+// Reading a launcher's environment: weftrun, torchrun, Open MPI, MPICH's Hydra, MVAPICH, Slurm.
 #pragma once
 
 #include <string>
@@ -18,6 +18,9 @@ struct LaunchInfo {
   net::SocketAddress root;  // rank 0 listens here for the rendezvous
   net::Secret secret{};
   bool secretFromEnv = false;  // false: derived from the job's identity (warn across hosts)
+  // Under a PMI-1 launcher without WEFT_ROOT_ADDR: the rendezvous goes through its key-value
+  // store (pmi1_rendezvous.h), which also says the rank and size; root and secret are unset.
+  bool viaPmi = false;
 };
 
 // Reads the first launcher whose variables are present, in the order weftrun, torchrun, Open MPI,
