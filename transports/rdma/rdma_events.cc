@@ -200,8 +200,10 @@ int RdmaTransport::findCulprit() {
 }
 
 void RdmaTransport::announceFailure(int culprit) {
+  // Failed peers too: a protocol error (a message mismatch) leaves the side link up, and that
+  // peer may be waiting for this rank; on a closed link the send just fails.
   for (auto& peer : peers_) {
-    if (peer && !peer->dead && !peer->departed && peer->side.isOpen()) {
+    if (peer && !peer->departed && peer->side.isOpen()) {
       sendFailureNotice(peer->side.fd(), culprit);
     }
   }

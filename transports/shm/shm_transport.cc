@@ -318,8 +318,10 @@ int ShmTransport::findCulprit() {
 }
 
 void ShmTransport::announceFailure(int culprit) {
+  // Failed peers too: a protocol error (a message mismatch) leaves the link up, and that peer may
+  // be waiting for this rank; on a closed link the send just fails.
   for (LocalPeer& peer : locals_) {
-    if (peer.index == myIndex_ || peer.dead || peer.departed || !peer.link.isOpen()) continue;
+    if (peer.index == myIndex_ || peer.departed || !peer.link.isOpen()) continue;
     sendFailureNotice(peer.link.fd(), culprit);
   }
 }

@@ -172,6 +172,7 @@ Status Lane::inspectUnexpected() {
 }
 
 void Lane::failAll(const Status& why) {
+  if (!sends_.empty() && sends_.front()->headerDone > 0) sendCut_ = true;
   for (PartQueue* queue : {&sends_, &recvs_}) {
     while (!queue->empty()) {
       Part* part = queue->pop();
@@ -181,7 +182,7 @@ void Lane::failAll(const Status& why) {
 }
 
 void Lane::sendFailureNotice(int culprit) {
-  if (fd_ < 0 || (!sends_.empty() && sends_.front()->headerDone > 0)) return;
+  if (fd_ < 0 || sendCut_ || (!sends_.empty() && sends_.front()->headerDone > 0)) return;
   WireHeader notice{kFailureTag, culprit < 0 ? kNoCulprit : static_cast<uint64_t>(culprit)};
   [[maybe_unused]] ssize_t ignored =
       send(fd_, &notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);

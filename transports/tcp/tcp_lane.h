@@ -57,8 +57,8 @@ class Lane {
   // distinguishes a peer that said goodbye (returns ok, sets departed) or sent a failure notice
   // (error, sets noticeCulprit) from one that died (error); other data waits for its receive.
   Status inspectUnexpected();
-  // At a message boundary (nothing of a queued message sent yet), sends a failure notice naming
-  // `culprit` (-1: none). Best effort: never blocks.
+  // At a message boundary (nothing of a queued message sent yet, and no message cut off by
+  // failAll()), sends a failure notice naming `culprit` (-1: none). Best effort: never blocks.
   void sendFailureNotice(int culprit);
   // Completes every queued part's Xfer with `why` and empties the queues.
   void failAll(const Status& why);
@@ -80,6 +80,7 @@ class Lane {
   int index_;
   PartQueue sends_;
   PartQueue recvs_;
+  bool sendCut_ = false;  // failAll() dropped a partly sent message: the stream is mid-message
 };
 
 }  // namespace weft::tcp

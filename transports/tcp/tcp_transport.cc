@@ -166,8 +166,9 @@ int TcpTransport::findCulprit() {
 
 void TcpTransport::announceFailure(int culprit) {
   announced_ = true;
+  // Failed peers too: a protocol error (a message mismatch) leaves the connection up, and that
+  // peer may be waiting for this rank; on a broken connection the send just fails.
   for (PeerLinks& links : peers_) {
-    if (links.dead) continue;
     for (auto& lane : links.lanes) lane->sendFailureNotice(culprit);
   }
 }
