@@ -29,7 +29,7 @@ struct Options {
   std::vector<weftRedOp_t> ops{weftSum};           // -o
   int root = 0;                                    // -r: a rank, or -1 for every rank ("all")
   int parallelInit = 0;                            // -p: accepted; ranks always init in parallel
-  int deviceCtaCount = 16;  // -V: accepted; nccl-tests reads it only for -D, which is refused
+  int deviceCtaCount = 16;   // -V: accepted; nccl-tests reads it only for -D, which is refused
   int memoryReport = 0;      // -M 0|1: the "memory usage" line after the summary
   std::string jsonPath;      // -J: nccl-tests' JSON results file; empty = none
   int reportTimestamps = 0;  // -S 0|1: a wall-clock timestamp at the end of each row

@@ -9,18 +9,10 @@
 
 extern char** environ;
 
+#include "report.h"
+
 namespace weft::perf {
 namespace {
-
-// nccl-tests' start_time/end_time form (local time).
-std::string now() {
-  char text[64];
-  const std::time_t seconds = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&seconds, &local);
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
-  return text;
-}
 
 // Exclusive creation, as fopen "wx": a second run must not overwrite the first one's results.
 std::FILE* createNew(const std::string& path) {
@@ -55,7 +47,7 @@ void JsonReport::writeStart(const std::vector<std::string>& commandLine, int lib
   key("version");
   integer(3);
   key("start_time");
-  string(now());
+  string(localTimestamp());
   key("args");
   beginList();
   for (const std::string& arg : commandLine) string(arg);
@@ -198,7 +190,7 @@ void JsonReport::finish(int failedChecks, double avgBusBw, double minBw) {
   beginList();
   endList();
   key("end_time");
-  string(now());
+  string(localTimestamp());
   endObject();
   std::fputc('\n', file_);
   std::fclose(file_);

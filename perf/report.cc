@@ -95,13 +95,17 @@ void printRowVariant(double timeUsec, double algBw, double busBw, int64_t wrong)
   flushOut();
 }
 
-void printTimestamp() {
+std::string localTimestamp() {
   char text[64];
   const std::time_t seconds = std::time(nullptr);
   std::tm local{};
   localtime_r(&seconds, &local);
   std::strftime(text, sizeof(text), kTimestampFormat, &local);
-  std::printf("%21s", text);
+  return text;
+}
+
+void printTimestamp() {
+  std::printf("%21s", localTimestamp().c_str());
 }
 
 void printRowEnd() {

@@ -33,6 +33,8 @@ void printRowPrefix(size_t bytes, size_t count, const char* typeName, const char
 void printRowVariant(double timeUsec, double algBw, double busBw, int64_t wrong);
 // -S: the wall-clock time, after the in-place variant.
 void printTimestamp();
+// Now, in local time, as nccl-tests prints it ("2026-12-01 23:04:12").
+std::string localTimestamp();
 void printRowEnd();
 
 // "Out of bounds values", "Avg bus bandwidth" (checked against minBw when it is >= 0), and the

@@ -14,7 +14,6 @@
 #include "launcher/supervisor.h"
 #include "weft/weft.h"
 
-
 namespace {
 
 constexpr char kUsage[] =

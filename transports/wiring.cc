@@ -55,7 +55,6 @@ TransportWiring::~TransportWiring() {
 }
 
 Status TransportWiring::connect(const WiringContext& context, const std::vector<PeerInfo>& peers) {
-  peers_ = peers;
   for (const PeerInfo& peer : peers) names_.push_back(peer.describe());
   // shm between ranks with the same host identity, the network (rdma or tcp) otherwise;
   // forced tcp or rdma puts every peer on that network transport, forced shm requires one host.
@@ -75,7 +74,7 @@ Status TransportWiring::connect(const WiringContext& context, const std::vector<
     WEFT_TRY(connectOne(context, std::move(shm_), shmPeers,
                         publishedAddresses(peers, &PeerInfo::shmAddress)));
   }
-  WEFT_TRY(connectNetwork(context, netPeers));
+  WEFT_TRY(connectNetwork(context, netPeers, publishedAddresses(peers, &PeerInfo::tcpAddress)));
   localRanks_ = static_cast<int>(shmPeers.size()) + 1;
   return Status::ok();
 }
@@ -90,7 +89,7 @@ Status TransportWiring::connectOne(const WiringContext& context,
   }
   ConnectContext connect;
   connect.rank = context.rank;
-  connect.nranks = static_cast<int>(peers_.size());
+  connect.nranks = static_cast<int>(names_.size());
   connect.peerNames = names_;
   connect.secret = context.secret;
   connect.commId = context.commId;
@@ -107,7 +106,8 @@ Status TransportWiring::connectOne(const WiringContext& context,
 // The peers of other hosts (all peers when a network transport is forced) go over rdma where it
 // can serve, else tcp.
 Status TransportWiring::connectNetwork(const WiringContext& context,
-                                       const std::vector<int>& netPeers) {
+                                       const std::vector<int>& netPeers,
+                                       std::vector<std::string> tcpAddresses) {
 #ifdef WEFT_HAVE_RDMA
   const std::string& forced = options_.forced;
   if (forced == "rdma" || (forced.empty() && !netPeers.empty())) {
@@ -119,8 +119,7 @@ Status TransportWiring::connectNetwork(const WiringContext& context,
     tcp_.reset();
     return Status::ok();
   }
-  return connectOne(context, std::move(tcp_), netPeers,
-                    publishedAddresses(peers_, &PeerInfo::tcpAddress));
+  return connectOne(context, std::move(tcp_), netPeers, std::move(tcpAddresses));
 }
 
 #ifdef WEFT_HAVE_RDMA
@@ -130,7 +129,7 @@ Status TransportWiring::connectNetwork(const WiringContext& context,
 // has one: a partial choice would leave pairs that speak different transports.
 Status TransportWiring::setUpRdma(const WiringContext& context, const std::vector<int>& netPeers) {
   const bool forced = options_.forced == "rdma";
-  const size_t nranks = peers_.size();
+  const size_t nranks = names_.size();
   auto transport = rdma::createRdmaTransport(rdmaOptions(options_));
   std::string mine;
   Status listened = transport->listen(&mine);
@@ -147,7 +146,7 @@ Status TransportWiring::setUpRdma(const WiringContext& context, const std::vecto
   for (size_t r = 0; r < nranks; ++r) {
     addresses.push_back(all.substr(r * rdma::kAddressBytes, rdma::kAddressBytes));
     if (why.empty() && addresses.back()[0] == '\0') {
-      why = peers_[r].describe() + " has no usable RDMA port";
+      why = names_[r] + " has no usable RDMA port";
     }
   }
   if (!why.empty()) {

@@ -58,11 +58,11 @@ class TransportWiring {
   explicit TransportWiring(const TransportOptions& options) : options_(options) {}
   Status connectOne(const WiringContext& context, std::unique_ptr<Transport> transport,
                     const std::vector<int>& served, std::vector<std::string> addresses);
-  Status connectNetwork(const WiringContext& context, const std::vector<int>& netPeers);
+  Status connectNetwork(const WiringContext& context, const std::vector<int>& netPeers,
+                        std::vector<std::string> tcpAddresses);
   Status setUpRdma(const WiringContext& context, const std::vector<int>& netPeers);
 
   TransportOptions options_;
-  std::vector<PeerInfo> peers_;
   std::vector<std::string> names_;
   std::unique_ptr<Transport> tcp_;
   std::unique_ptr<Transport> shm_;

@@ -35,9 +35,9 @@ extern "C" {
 #define WEFT_STRINGIFY_(x) #x
 #define WEFT_STRINGIFY(x) WEFT_STRINGIFY_(x)
 /* "0.1.0" */
-#define WEFT_VERSION_STRING                                                      \
-  WEFT_STRINGIFY(WEFT_VERSION_MAJOR) "." WEFT_STRINGIFY(WEFT_VERSION_MINOR) "." \
-      WEFT_STRINGIFY(WEFT_VERSION_PATCH)
+#define WEFT_VERSION_STRING          \
+  WEFT_STRINGIFY(WEFT_VERSION_MAJOR) \
+  "." WEFT_STRINGIFY(WEFT_VERSION_MINOR) "." WEFT_STRINGIFY(WEFT_VERSION_PATCH)
 
 /* Result codes. The numbering matches NCCL's where the meaning is the same. */
 typedef enum {

@@ -49,6 +49,13 @@ struct CallSizes {
 };
 CallSizes callSizes(const CollArgs& args, int nranks);
 
+// What the tuner's choices depend on in a call (collective, datatype, count), as one key for the
+// caches of those choices; the top bits are left free for a cache's own distinctions.
+inline uint64_t callShapeKey(const CollArgs& args) {
+  return (static_cast<uint64_t>(args.coll) << 56) ^ (static_cast<uint64_t>(args.type) << 48) ^
+         (args.count & ((uint64_t{1} << 48) - 1));
+}
+
 // What a call reads from its send buffer and writes to its receive buffer on `rank`, in bytes
 // (0 where the rank does not use that buffer: a broadcast's send buffer off the root, say).
 struct CallExtents {

@@ -206,11 +206,11 @@ const Family* claimOfSeveralRanks() {
 
 // Slurm sets SLURM_PROCID in an sbatch script too, for the script itself: a process started there
 // without srun is alone, whatever SLURM_NTASKS says.
-Status checkStartedBySrun() {
+Status checkStartedBySrun(const Family& slurm) {
   if (env::isSet("SLURM_STEP_ID") || env::isSet("SLURM_STEPID")) return Status::ok();
   std::optional<int> tasks = parseInt(env::getString("SLURM_NTASKS"));
   if (!tasks || *tasks <= 1) return Status::ok();
-  return invalidArgument(describe(kFamilies[5]) +
+  return invalidArgument(describe(slurm) +
                          " come from a Slurm allocation, but this process was not started by "
                          "srun (SLURM_STEP_ID is not set): a lone process would wait for " +
                          std::to_string(*tasks - 1) +
@@ -219,7 +219,7 @@ Status checkStartedBySrun() {
 }
 
 // The launcher that started this process: the innermost family whose rank variable is set.
-// Families of the same depth (Open MPI 5 sets both its own and PMIx's) must agree.
+// Families of the same depth (Open MPI's and PMI's variables, say) must agree.
 Status chooseFamily(const Family** out) {
   const Family* chosen = nullptr;
   for (const Family& family : kFamilies) {
@@ -255,7 +255,7 @@ Status chooseFamily(const Family** out) {
         "no launcher environment found: set WEFT_RANK, WEFT_NRANKS and WEFT_ROOT_ADDR, or run "
         "under torchrun, Open MPI, MPICH, MVAPICH or Slurm");
   }
-  if (chosen->names == &kSlurm) WEFT_TRY(checkStartedBySrun());
+  if (chosen->names == &kSlurm) WEFT_TRY(checkStartedBySrun(*chosen));
   *out = chosen;
   return Status::ok();
 }

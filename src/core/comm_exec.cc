@@ -46,8 +46,7 @@ void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
 }
 
 const Plan& planFor(weftComm* comm, const CollArgs& args) {
-  const uint64_t key = (static_cast<uint64_t>(args.coll) << 56) ^
-                       (static_cast<uint64_t>(args.type) << 48) ^ (args.count & ((1ull << 48) - 1));
+  const uint64_t key = callShapeKey(args);
   auto found = comm->plans.find(key);
   if (found != comm->plans.end()) return found->second;
   if (comm->plans.size() >= 4096) comm->plans.clear();

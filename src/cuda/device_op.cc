@@ -56,9 +56,8 @@ void logPath(weftComm* comm, const Op& op, const std::string& path,
              const std::vector<tune::DeviceCandidate>& ranked) {
   if (comm->rank != 0 || log::level() < log::Level::kInfo) return;
   const CollArgs& call = op.calls().front();
-  const uint64_t key = std::hash<std::string>{}(path) ^ (static_cast<uint64_t>(call.coll) << 56) ^
-                       (static_cast<uint64_t>(call.type) << 48) ^ call.count ^
-                       (op.group.empty() ? 0 : 1ull << 63);
+  const uint64_t key =
+      std::hash<std::string>{}(path) ^ callShapeKey(call) ^ (op.group.empty() ? 0 : 1ull << 55);
   if (!gpuOf(comm)->firstTime(key)) return;
   std::string predicted;
   char number[48];
@@ -77,22 +76,28 @@ void logPath(weftComm* comm, const Op& op, const std::string& path,
             predicted.c_str());
 }
 
-// The tuner's ranking of the paths for op (tune/device_paths.h).
-std::vector<tune::DeviceCandidate> rankPaths(const weftComm* comm, const Op& op,
-                                             bool directAllowed) {
+// The tuner's ranking of the paths for op (tune/device_paths.h), computed once per call shape:
+// it depends on the shape and the communicator's layout alone.
+const std::vector<tune::DeviceCandidate>& rankPaths(weftComm* comm, const Op& op,
+                                                    bool directAllowed) {
   tune::DeviceCall device;
   device.call = op.calls().front();
   device.grouped = !op.group.empty();
   device.directForm = directFormOf(device.call.coll) != nullptr;
   device.directAllowed = directAllowed;
+  const uint64_t key = callShapeKey(device.call) ^ (device.grouped ? 1ull << 55 : 0) ^
+                       (directAllowed ? 1ull << 54 : 0);
+  auto& cache = gpuOf(comm)->pathCache();
+  if (auto found = cache.find(key); found != cache.end()) return found->second;
+  if (cache.size() >= 4096) cache.clear();
   const Plan host =
       choosePlan(device.call, comm->layout, comm->config.algos, comm->config.sliceBytes);
-  return tune::rankDevicePaths(device, comm->layout, host);
+  return cache.emplace(key, tune::rankDevicePaths(device, comm->layout, host)).first->second;
 }
 
 Status runStagedPath(weftComm* comm, DeviceScope& scope, const Op& op, const StagingPlan& plan,
                      const HostRunner& runHost, const std::string& why) {
-  const std::vector<tune::DeviceCandidate> ranked = rankPaths(comm, op, false);
+  const std::vector<tune::DeviceCandidate>& ranked = rankPaths(comm, op, false);
   if (ranked.front().path == tune::DevicePath::kStagedChunked) {
     logPath(comm, op, "staged through pinned memory in 4 MiB chunks (" + why + ")", ranked);
     return runPipelined(comm, scope, op, plan, runHost);
@@ -105,7 +110,7 @@ Status runOnDevice(weftComm* comm, const Op& op, const StagingPlan& plan, const 
                    const HostRunner& runHost) {
   DeviceScope scope(comm, deadline);
   WEFT_TRY(scope.enter());
-  const std::vector<tune::DeviceCandidate> ranked = rankPaths(comm, op, true);
+  const std::vector<tune::DeviceCandidate>& ranked = rankPaths(comm, op, true);
   const bool directOffered = std::any_of(ranked.begin(), ranked.end(), [](const auto& c) {
     return c.path == tune::DevicePath::kDirect;
   });

@@ -9,12 +9,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "base/status.h"
 #include "core/device_layer.h"
 #include "cuda/device_api.h"
+#include "tune/device_paths.h"
 
 namespace weft::device {
 
@@ -121,6 +123,8 @@ class GpuState final : public DeviceLayer {
   IpcMappings& ipc() { return ipc_; }
   // True the first time `key` is seen (up to a few thousand keys): logging each choice once.
   bool firstTime(uint64_t key);
+  // The tuner's ranking of the paths per call shape (device_op.cc), computed once per shape.
+  std::unordered_map<uint64_t, std::vector<tune::DeviceCandidate>>& pathCache() { return paths_; }
 
   // Stream-ordered calls: numbered under orderMutex(), in the order they are queued.
   std::mutex& orderMutex() { return orderMutex_; }
@@ -137,6 +141,7 @@ class GpuState final : public DeviceLayer {
   size_t stagingBytes_ = 0;
   IpcMappings ipc_;
   std::unordered_set<uint64_t> seen_;
+  std::unordered_map<uint64_t, std::vector<tune::DeviceCandidate>> paths_;
   std::mutex orderMutex_;
   std::shared_ptr<ReleaseFlag> flag_;
   uint32_t calls_ = 0;

@@ -27,7 +27,9 @@ struct BadCall {
 
 const BadCall kBadCalls[] = {
     {{"NULL sendbuff with count > 0", weftInvalidArgument, "sendbuff"},
-     [](weftComm_t c, float* b) { return weftAllReduce(nullptr, b, 4, weftFloat32, weftSum, c, nullptr); }},
+     [](weftComm_t c, float* b) {
+       return weftAllReduce(nullptr, b, 4, weftFloat32, weftSum, c, nullptr);
+     }},
     {{"NULL recvbuff with count > 0", weftInvalidArgument, "recvbuff"},
      [](weftComm_t c, float* b) { return weftAllGather(b, nullptr, 4, weftFloat32, c, nullptr); }},
     {{"bad datatype", weftInvalidArgument, "datatype"},
@@ -41,7 +43,9 @@ const BadCall kBadCalls[] = {
     {{"root out of range", weftInvalidArgument, "root 2"},
      [](weftComm_t c, float* b) { return weftBroadcast(b, b, 4, weftFloat32, 2, c, nullptr); }},
     {{"negative root", weftInvalidArgument, "root -1"},
-     [](weftComm_t c, float* b) { return weftReduce(b, b, 4, weftFloat32, weftSum, -1, c, nullptr); }},
+     [](weftComm_t c, float* b) {
+       return weftReduce(b, b, 4, weftFloat32, weftSum, -1, c, nullptr);
+     }},
     {{"peer out of range", weftInvalidArgument, "peer 7"},
      [](weftComm_t c, float* b) { return weftSend(b, 4, weftFloat32, 7, c, nullptr); }},
     {{"count overflow", weftInvalidArgument, "count"},
