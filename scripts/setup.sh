@@ -13,6 +13,9 @@ packages=(
   python3                               # the layer check (scripts/check_layers.py)
   mpich                                 # mpiexec.hydra for the PMI-1 tests (launcher.hydra.*);
                                         # beside Open MPI, whose mpirun keeps priority
+  libpmix-dev                           # PMIx headers (libpmix itself is dlopen'ed)
+  openmpi-bin libopenmpi-dev            # mpirun for the PMIx tests (cluster.mpi_job.openmpi),
+                                        # mpicc for examples/mpi_allreduce.c (weft_mpi.h)
 )
 # The torch.distributed backend (bindings/torch) and its tests; WEFT_SETUP_NO_TORCH=1 skips them
 # (the backend is then not built).
@@ -25,7 +28,7 @@ if [[ "${WEFT_SETUP_FUZZ:-0}" == 1 ]]; then
 fi
 # Comparison baselines (perf/compare.sh); skipped with WEFT_SETUP_MINIMAL=1.
 if [[ "${WEFT_SETUP_MINIMAL:-0}" != 1 ]]; then
-  packages+=(openmpi-bin libopenmpi-dev python3-matplotlib)
+  packages+=(python3-matplotlib)
 fi
 
 missing=()

@@ -1,14 +1,17 @@
-// weftrun: starts N local ranks of a program with the WEFT_* environment the library's init
-// expects, and supervises them as one job (see launcher/supervisor.h for the exit statuses).
-// This file only parses the command line.
+// weftrun: starts N ranks of a program, on this machine or across hosts (through a remote shell
+// such as ssh, which runs weftrun itself there in a hidden mode), with the WEFT_* environment the
+// library's init expects, and supervises them as one job (see launcher/supervisor.h for the exit
+// statuses). This file only parses the command line.
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 
+#include "launcher/host_list.h"
 #include "launcher/launch_options.h"
 #include "launcher/rank_env.h"
 #include "launcher/supervisor.h"
@@ -18,10 +21,20 @@ namespace {
 
 constexpr char kUsage[] =
     R"(Usage: weftrun -n N [options] [--] program [args...]
-Starts N ranks of program on this machine and supervises them as one job.
+       weftrun -H HOST[:SLOTS],... | --hostfile FILE [-n N] [options] [--] program [args...]
+Starts N ranks of program, on this machine or across hosts, and supervises them as one job.
 
 Options:
-  -n, -np, --np N     number of ranks, 1..1024 (required)
+  -n, -np, --np N     number of ranks, 1..1024 (required without hosts; with hosts, default:
+                      all their slots)
+  -H, --host LIST     hosts and their slots: "node0:4,node1:4" ("node0" alone: 1 slot); ranks
+                      fill each host's slots in order (node0 gets ranks 0-3)
+  --hostfile FILE     the hosts, one a line as in Open MPI: "node0 slots=4" or "node0"; "#" starts
+                      a comment
+  --launch-agent CMD  how to run weftrun on another host: CMD HOST COMMAND (default "ssh"); the
+                      command is quoted for the remote shell. This host (its name, localhost)
+                      runs its ranks directly
+  --weftrun-path P    the weftrun to run on other hosts (default: this one's absolute path)
   --tag-output        prefix every line a rank writes to stdout/stderr with "[rank] "
   -x NAME[=VALUE]     export NAME to the ranks, with VALUE or weftrun's own value (repeatable)
   --timeout SECONDS   end the job if it runs longer than this; weftrun then exits 124
@@ -31,10 +44,13 @@ Options:
   --version           show the version and exit
 
 Each rank gets WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK, WEFT_LOCAL_NRANKS and WEFT_ROOT_ADDR,
-plus WEFT_SECRET and WEFT_SOCKET_IFNAME=lo unless those are already set. Each rank runs in its
-own process group; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to all.
-When a rank fails, the others are ended (unless --keep-going) and weftrun exits with the first
-failing rank's status (128+N if it was killed by signal N); 127 if the program cannot be found.
+plus WEFT_SECRET unless it is already set, and on one host WEFT_SOCKET_IFNAME=lo unless set.
+Across hosts, rank 0's host (as named in the list) serves the rendezvous, the secret reaches the
+other hosts on the agent's stdin (never on a command line), and only -x variables are passed
+there. Each rank runs in its own process group; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+SIGUSR2 are forwarded to all, on every host. When a rank fails, the others are ended (unless
+--keep-going) and weftrun exits with the first failing rank's status (128+N if it was killed by
+signal N), naming its host across hosts; 127 if the program cannot be found.
 )";
 
 // Upper bound for --timeout and --grace: a year, far beyond any job, and small enough that
@@ -47,14 +63,15 @@ int UsageError(const std::string& message) {
   return 2;
 }
 
-bool ParseRankCount(const std::string& text, int* count) {
+// A count of ranks, or a rank (min 0), up to kMaxRanks.
+bool ParseCount(const std::string& text, int min, int* out) {
   char* end = nullptr;
   errno = 0;
   long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value < 1 || value > weftrun::kMaxRanks) {
+  if (text.empty() || *end != '\0' || errno != 0 || value < min || value > weftrun::kMaxRanks) {
     return false;
   }
-  *count = static_cast<int>(value);
+  *out = static_cast<int>(value);
   return true;
 }
 
@@ -66,6 +83,41 @@ bool ParseSeconds(const std::string& text, bool allow_zero, double* seconds) {
   if (value < 0 || (value == 0 && !allow_zero) || value > kMaxSeconds) return false;
   *seconds = value;
   return true;
+}
+
+// "node0:4,node1:4", for messages.
+std::string HostsText(const std::vector<weftrun::HostSlots>& hosts) {
+  std::string text;
+  for (const weftrun::HostSlots& host : hosts) {
+    if (!text.empty()) text += ',';
+    text += host.name + ":" + std::to_string(host.slots);
+  }
+  return text;
+}
+
+// The hidden options the top weftrun passes to a remote part (remote_host.cc, RemoteCommand).
+int ParseRemoteOption(std::string_view name, const std::string& value,
+                      weftrun::LaunchOptions* options) {
+  if (!options->remote) options->remote.emplace();
+  weftrun::RemotePart& part = *options->remote;
+  bool ok = true;
+  if (name == "--remote-part") {
+    // Only marks the mode; the values follow.
+  } else if (name == "--remote-host") {
+    part.host = value;
+  } else if (name == "--remote-first-rank") {
+    ok = ParseCount(value, 0, &part.first_rank);
+  } else if (name == "--remote-count") {
+    ok = ParseCount(value, 1, &part.count);
+  } else if (name == "--remote-root") {
+    part.root_addr = value;
+  } else if (name == "--remote-wdir") {
+    part.wdir = value;
+  } else {
+    return UsageError("unknown option '" + std::string(name) + "'");
+  }
+  if (!ok) return UsageError("invalid " + std::string(name) + " '" + value + "'");
+  return -1;
 }
 
 // Fills *options from argv. Returns -1 to go on and run the job, or the status to exit with.
@@ -108,10 +160,36 @@ int ParseArguments(int argc, char** argv, weftrun::LaunchOptions* options) {
       options->keep_going = true;
     } else if (name == "-n" || name == "-np" || name == "--np") {
       if (!take_value()) return UsageError(std::string(name) + " needs a number of ranks");
-      if (!ParseRankCount(*value, &options->nranks)) {
+      if (!ParseCount(*value, 1, &options->nranks)) {
         return UsageError("invalid number of ranks '" + *value + "' (1.." +
                           std::to_string(weftrun::kMaxRanks) + ")");
       }
+    } else if (name == "-H" || name == "--host") {
+      if (!take_value()) return UsageError(std::string(name) + " needs a list of hosts");
+      if (!options->hosts.empty()) return UsageError("give the hosts once: -H or --hostfile");
+      std::string error;
+      if (!weftrun::ParseHostList(*value, &options->hosts, &error)) return UsageError(error);
+    } else if (name == "--hostfile") {
+      if (!take_value()) return UsageError("--hostfile needs a file name");
+      if (!options->hosts.empty()) return UsageError("give the hosts once: -H or --hostfile");
+      std::string error;
+      if (!weftrun::ReadHostfile(*value, &options->hosts, &error)) return UsageError(error);
+    } else if (name == "--launch-agent") {
+      if (!take_value()) return UsageError("--launch-agent needs a command");
+      std::istringstream words(*value);
+      options->launch_agent.clear();
+      for (std::string word; words >> word;) options->launch_agent.push_back(word);
+      if (options->launch_agent.empty()) return UsageError("--launch-agent: empty command");
+    } else if (name == "--weftrun-path") {
+      if (!take_value() || value->empty()) return UsageError("--weftrun-path needs a path");
+      options->remote_weftrun = *value;
+    } else if (name.starts_with("--remote-")) {
+      // The hidden mode in which the top weftrun starts this one on another host.
+      if (name != "--remote-part" && !take_value()) {
+        return UsageError(std::string(name) + " needs a value");
+      }
+      int status = ParseRemoteOption(name, value.value_or(""), options);
+      if (status >= 0) return status;
     } else if (name == "-x") {
       if (!take_value()) return UsageError("-x needs NAME or NAME=VALUE");
       std::string variable = value->substr(0, value->find('='));
@@ -136,7 +214,24 @@ int ParseArguments(int argc, char** argv, weftrun::LaunchOptions* options) {
       return UsageError("unknown option '" + std::string(arg) + "'");
     }
   }
-  if (options->nranks == 0) return UsageError("missing -n N (the number of ranks)");
+  if (!options->hosts.empty()) {
+    int slots = 0;
+    for (const weftrun::HostSlots& host : options->hosts) slots += host.slots;
+    if (options->nranks > slots) {
+      return UsageError("-n " + std::to_string(options->nranks) + " exceeds the " +
+                        std::to_string(slots) + " slot" + (slots == 1 ? "" : "s") +
+                        " of the hosts given (" + HostsText(options->hosts) + ")");
+    }
+  } else if (options->nranks == 0) {
+    return UsageError("missing -n N (the number of ranks) or -H/--hostfile");
+  }
+  if (options->remote) {
+    const weftrun::RemotePart& part = *options->remote;
+    if (part.host.empty() || part.count < 1 || part.root_addr.empty() || options->nranks == 0 ||
+        part.first_rank + part.count > options->nranks) {
+      return UsageError("--remote-part: incomplete or inconsistent (it is started by weftrun)");
+    }
+  }
   if (i >= argc) return UsageError("missing the program to run");
   options->command.assign(argv + i, argv + argc);
   return -1;

@@ -148,12 +148,14 @@ WEFT_API weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueI
 WEFT_API weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId,
                                              int rank, const weftConfig_t* config);
 
-/* Reads rank, size and rendezvous address from the launcher's environment: weftrun (WEFT_RANK,
- * WEFT_NRANKS, WEFT_ROOT_ADDR), torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
- * MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_*), Slurm (SLURM_PROCID, SLURM_NTASKS,
- * SLURM_LOCALID, with WEFT_ROOT_ADDR). The secret comes from WEFT_SECRET when it is set.
- * With no launcher variables at all, the process becomes a communicator of one rank.
- * config may be NULL. */
+/* Reads rank, size and rendezvous from the launcher that started the process: weftrun
+ * (WEFT_RANK, WEFT_NRANKS, WEFT_ROOT_ADDR), torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Open MPI's mpirun and srun --mpi=pmix (through
+ * their PMIx server), MPICH's and Intel MPI's Hydra (through PMI-1), Slurm (SLURM_PROCID,
+ * SLURM_NTASKS, SLURM_LOCALID, the step's node list), MVAPICH (with WEFT_ROOT_ADDR). Through
+ * PMIx and PMI-1 a fresh secret travels in the launcher's key-value store; otherwise it comes from
+ * WEFT_SECRET when that is set. With no launcher variables at all, the process becomes a
+ * communicator of one rank; variables that claim several ranks never do. config may be NULL. */
 WEFT_API weftResult_t weftCommInitFromEnv(weftComm_t* comm, const weftConfig_t* config);
 
 #define WEFT_SPLIT_NOCOLOR (-1)

@@ -6,8 +6,8 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "bootstrap/launch_env.h"
-#include "bootstrap/pmi1_rendezvous.h"
 #include "bootstrap/root_server.h"
+#include "bootstrap/store_rendezvous.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
 
@@ -24,11 +24,23 @@ weftResult_t finishInit(weftComm_t* comm, const Status& status, weftComm* create
   return weftSuccess;
 }
 
-// Under a PMI-1 launcher, rank 0's unique id reaches the others through its key-value store.
-Status initThroughPmi(const weft::CommConfig& resolved, weftComm** out) {
-  weft::bootstrap::PmiRendezvous rendezvous;
-  WEFT_TRY(
-      weft::bootstrap::rendezvousOverPmi1(weft::Deadline::after(resolved.timeoutMs), &rendezvous));
+// Under a launcher with a key-value store (PMI-1, PMIx), rank 0's unique id reaches the others
+// through it. Where the launcher's variables also say the rank and size, they must agree with
+// the store's: a disagreement means stale variables from another job.
+Status initThroughStore(const weft::bootstrap::LaunchInfo& info, const weft::CommConfig& resolved,
+                        weftComm** out) {
+  weft::Deadline deadline = weft::Deadline::after(resolved.timeoutMs);
+  weft::bootstrap::JobStore* store = nullptr;
+  WEFT_TRY(weft::bootstrap::processJobStore(info.store, deadline, &store));
+  if (info.nranks > 0 && (store->rank() != info.rank || store->size() != info.nranks)) {
+    return weft::invalidArgument(std::string("the launcher's variables say rank ") +
+                                 std::to_string(info.rank) + " of " + std::to_string(info.nranks) +
+                                 " (" + info.launcher + "), but its " + store->name() +
+                                 " server says rank " + std::to_string(store->rank()) + " of " +
+                                 std::to_string(store->size()) + ": unset the stale variables");
+  }
+  weft::bootstrap::StoreRendezvous rendezvous;
+  WEFT_TRY(weft::bootstrap::rendezvousOverStore(*store, deadline, &rendezvous));
   weft::bootstrap::UniqueIdContents id;
   WEFT_TRY(weft::bootstrap::decodeUniqueId(rendezvous.id, &id));
   return weft::createComm(rendezvous.nranks, id, rendezvous.rank, resolved, out);
@@ -51,7 +63,9 @@ Status initFromEnvironment(const weftConfig_t* config, weftComm** out) {
   }
   weft::bootstrap::LaunchInfo info;
   WEFT_TRY(weft::bootstrap::readLaunchEnvironment(&info));
-  if (info.viaPmi) return initThroughPmi(resolved, out);
+  if (info.store != weft::bootstrap::JobStoreKind::none) {
+    return initThroughStore(info, resolved, out);
+  }
   std::shared_ptr<weft::bootstrap::RootServer> root;
   if (info.rank == 0) {
     weft::Deadline deadline = weft::Deadline::after(resolved.timeoutMs);
@@ -72,8 +86,8 @@ Status initFromEnvironment(const weftConfig_t* config, weftComm** out) {
     WEFT_WARN(
         "ranks span %d hosts but WEFT_SECRET is not set: connections are authenticated "
         "with a secret derived from the job's identity, which stops accidents, not "
-        "attackers. Set WEFT_SECRET to a private value on every rank.",
-        (*out)->nodes);
+        "attackers. Set WEFT_SECRET to the same private value on every rank: %s.",
+        (*out)->nodes, weft::bootstrap::secretAdvice(info.launcher).c_str());
   }
   return Status::ok();
 }

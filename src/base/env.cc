@@ -99,17 +99,25 @@ constexpr Variable kVariables[] = {
     {"WEFT_SOCKET_FAMILY", "", "AF_INET or AF_INET6: the address family to use."},
     {"WEFT_SOCKET_IFNAME", "",
      "Interfaces to use: a comma list of prefixes, '^' to exclude, '=' for exact names "
-     "(NCCL_SOCKET_IFNAME's syntax)."},
+     "(NCCL_SOCKET_IFNAME's syntax). Default: every interface that is up but docker* and virbr*, "
+     "non-loopback first."},
+    {"NCCL_SOCKET_IFNAME", "",
+     "Read as WEFT_SOCKET_IFNAME when that is not set, so that NCCL job scripts pick the same "
+     "interfaces."},
     // Launch (set by weftrun, or by the user for other launchers).
     {"WEFT_LOCAL_NRANKS", "", "Ranks on this host (weftrun sets it)."},
     {"WEFT_LOCAL_RANK", "", "Rank within this host (weftrun sets it)."},
     {"WEFT_NRANKS", "", "Number of ranks (weftrun sets it)."},
     {"WEFT_RANK", "", "This process's rank (weftrun sets it)."},
     {"WEFT_ROOT_ADDR", "",
-     "host:port where rank 0 listens for the rendezvous (weftrun sets it; required under Slurm "
-     "and multi-host Open MPI; defaults to MASTER_ADDR:MASTER_PORT+1 under torchrun)."},
+     "host:port where rank 0 listens for the rendezvous, overriding what the launcher gives "
+     "(weftrun sets it; torchrun: MASTER_ADDR:MASTER_PORT+1; Slurm: the step's first node; "
+     "Open MPI, srun --mpi=pmix and Hydra: none needed, the launcher's store carries the id). "
+     "Needed under MVAPICH."},
     {"WEFT_SECRET", "",
      "Shared secret authenticating every connection of an environment-initialised job."},
+    {"WEFT_PMIX_LIB", "libpmix.so.2",
+     "The PMIx client library loaded at run time under a PMIx launcher (a file name or path)."},
     // Launcher variables weft reads.
     {"LOCAL_RANK", "", "torchrun: rank within the host."},
     {"LOCAL_WORLD_SIZE", "", "torchrun: ranks on this host."},
@@ -135,18 +143,35 @@ constexpr Variable kVariables[] = {
     {"PMI_RANK", "", "MPICH Hydra (PMI-1): rank (unset under PMI_PORT, where the launcher says)."},
     {"PMI_SIZE", "",
      "MPICH Hydra (PMI-1): number of ranks (unset under PMI_PORT, where the launcher says)."},
-    {"PMIX_RANK", "",
-     "PMIx launchers (Open MPI 5, srun --mpi=pmix): rank; weft does not read PMIx yet."},
+    {"PMIX_NAMESPACE", "",
+     "PMIx launchers (Open MPI's mpirun, srun --mpi=pmix): the job's namespace; with PMIX_RANK "
+     "it makes weft rendezvous through the launcher's PMIx server."},
+    {"PMIX_RANK", "", "PMIx launchers (Open MPI's mpirun, srun --mpi=pmix): rank."},
     {"RANK", "", "torchrun: rank."},
-    {"SLURM_JOB_ID", "", "Slurm: job id (seeds a single-host rendezvous port)."},
+    {"SLURM_DISTRIBUTION", "",
+     "Slurm: srun's task distribution; 'arbitrary' (a hostfile) may put rank 0 on any node, so "
+     "WEFT_ROOT_ADDR must say where."},
+    {"SLURM_JOB_ID", "", "Slurm: job id (seeds the rendezvous port and the derived secret)."},
+    {"SLURM_JOB_NODELIST", "",
+     "Slurm: the allocation's nodes; where SLURM_STEP_NODELIST is missing, rank 0's host is "
+     "its first (wrong for a step on a subset of the allocation, which srun always describes)."},
     {"SLURM_LOCALID", "", "Slurm: rank within the host."},
     {"SLURM_MPI_TYPE", "",
      "Slurm: srun's --mpi plugin; under pmi2 the PMI_* variables are Slurm's."},
+    {"SLURM_NODEID", "",
+     "Slurm: this node's index in the step's node list; picks the local size out of uneven "
+     "SLURM_STEP_TASKS_PER_NODE, and on rank 0 checks that it runs on the list's first node."},
+    {"SLURM_NODELIST", "", "Slurm: the older name of SLURM_JOB_NODELIST (the allocation's too)."},
     {"SLURM_NTASKS", "", "Slurm: number of ranks."},
     {"SLURM_PROCID", "", "Slurm: rank."},
     {"SLURM_STEP_ID", "",
      "Slurm: step id (seeds a single-host rendezvous port); srun sets it, an sbatch script has "
      "none."},
+    {"SLURM_STEP_NODELIST", "",
+     "Slurm: the step's nodes, e.g. 'node[01-04]'; without WEFT_ROOT_ADDR rank 0 of a step "
+     "across hosts listens on the first, at a port derived from SLURM_JOB_ID and SLURM_STEP_ID."},
+    {"SLURM_STEP_TASKS_PER_NODE", "",
+     "Slurm: the step's ranks per host, e.g. '2(x3),1'; read before SLURM_TASKS_PER_NODE."},
     {"SLURM_STEPID", "", "Slurm: the older name of SLURM_STEP_ID."},
     {"SLURM_TASKS_PER_NODE", "", "Slurm: ranks per host, e.g. '4(x2)'."},
     {"WORLD_SIZE", "", "torchrun: number of ranks."},

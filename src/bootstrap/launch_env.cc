@@ -5,16 +5,19 @@
 // is no protection against an attacker. Set WEFT_SECRET for that.
 #include "bootstrap/launch_env.h"
 
-#include <cctype>
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <optional>
+#include <vector>
 
 #include <unistd.h>
 
 #include "base/env.h"
 #include "bootstrap/pmi1_client.h"
+#include "bootstrap/pmix_client.h"
+#include "bootstrap/slurm_hostlist.h"
 
 namespace weft::bootstrap {
 namespace {
@@ -132,19 +135,25 @@ Status validate(const Names& names, const LaunchInfo& info) {
   return Status::ok();
 }
 
-// SLURM_TASKS_PER_NODE is "4" or "4(x2)" when every node runs the same number of tasks; other
-// forms ("2(x3),1") leave the local size unknown rather than failing.
-int slurmLocalSize(const std::string& text) {
-  size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0) return 0;
-  std::string rest = text.substr(digits);
-  if (!rest.empty()) {
-    if (rest.size() < 4 || rest.rfind("(x", 0) != 0 || rest.back() != ')') return 0;
-    std::optional<int> nodes = parseInt(rest.substr(2, rest.size() - 3));
-    if (!nodes || *nodes < 1) return 0;
+// The number of this rank's node-mates: the step's task counts per node (srun sets
+// SLURM_STEP_TASKS_PER_NODE; SLURM_TASKS_PER_NODE is the allocation's in an sbatch script and the
+// step's within srun). Uneven counts ("2(x3),1") are resolved by SLURM_NODEID, this node's index
+// in the step's node list; without it they leave the local size unknown (0).
+Status slurmLocalNranks(int* out) {
+  const char* variable = env::isSet("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
+                                                                 : "SLURM_TASKS_PER_NODE";
+  *out = 0;
+  std::optional<std::string> text = env::get(variable);
+  if (!text) return Status::ok();
+  std::vector<int> counts;
+  WEFT_TRY(expandSlurmTaskCounts(*text, variable, &counts));
+  if (std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts[0]; })) {
+    *out = counts[0];
+    return Status::ok();
   }
-  return parseInt(text.substr(0, digits)).value_or(0);
+  std::optional<int> node = parseInt(env::getString("SLURM_NODEID"));
+  if (node && *node >= 0 && static_cast<size_t>(*node) < counts.size()) *out = counts[*node];
+  return Status::ok();
 }
 
 uint16_t derivedPort(const std::string& seed) {
@@ -170,6 +179,57 @@ Status singleHostRoot(const LaunchInfo& info, const Names& names, const char* jo
                            " is set; cannot choose a rendezvous port");
   }
   *rootText = "127.0.0.1:" + std::to_string(derivedPort(jobSeed));
+  return Status::ok();
+}
+
+// Slurm without PMIx, across hosts: every rank names rank 0's host from the step's node list, and
+// the port is derived from the job and step ids, the same rule on every rank. What this relies on
+// was checked with slurmctld/slurmd 22.05 (tests/cluster/slurm_cluster.sh): task 0 runs on the
+// first node of SLURM_STEP_NODELIST under the block (default) and cyclic distributions, and
+// with -w, whose list Slurm sorts into its own node order; only -m arbitrary (SLURM_HOSTFILE)
+// puts it elsewhere, and then srun exports SLURM_DISTRIBUTION=arbitrary. Within an allocation
+// SLURM_NODELIST and SLURM_JOB_NODELIST are the allocation's, not the step's, hence the last
+// resorts. Slurm's node names must resolve to the nodes (the usual set-up); rank 0 binds the
+// wildcard where its name resolves to an address it does not have.
+Status slurmRoot(const LaunchInfo& info, const std::string& jobSeed, std::string* rootText,
+                 std::string* rootVariable) {
+  const char* listVariable = nullptr;
+  for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (env::isSet(name)) {
+      listVariable = name;
+      break;
+    }
+  }
+  if (listVariable == nullptr) {
+    return invalidArgument(
+        "WEFT_ROOT_ADDR is not set, the Slurm job spans several hosts (SLURM_TASKS_PER_NODE='" +
+        env::getString("SLURM_TASKS_PER_NODE") +
+        "'), and no SLURM_STEP_NODELIST says where rank 0 runs: start the ranks with srun, or set "
+        "WEFT_ROOT_ADDR to host:port where rank 0 can listen");
+  }
+  if (jobSeed.empty()) {
+    return invalidArgument(
+        "neither WEFT_ROOT_ADDR nor SLURM_JOB_ID is set; cannot choose a rendezvous port");
+  }
+  std::string distribution = env::getString("SLURM_DISTRIBUTION");
+  if (distribution.rfind("arbitrary", 0) == 0) {
+    return invalidArgument("SLURM_DISTRIBUTION='" + distribution +
+                           "' places task 0 on any node of the step: set WEFT_ROOT_ADDR to "
+                           "host:port on rank 0's node");
+  }
+  std::vector<std::string> hosts;
+  WEFT_TRY(expandSlurmHostList(env::getString(listVariable), listVariable, &hosts));
+  // Only rank 0 can check the rule, and does: the others would wait for it in vain.
+  std::optional<int> node = parseInt(env::getString("SLURM_NODEID"));
+  if (info.rank == 0 && node && *node != 0) {
+    return invalidArgument("SLURM_PROCID=0 runs on node " + std::to_string(*node) + " of " +
+                           listVariable + "='" + env::getString(listVariable) +
+                           "' (SLURM_NODEID), not its first: set WEFT_ROOT_ADDR to host:port on "
+                           "this node");
+  }
+  *rootText = hosts.front() + ":" + std::to_string(derivedPort(jobSeed));
+  *rootVariable = std::string("the root derived from ") + listVariable + " (its first node) and " +
+                  "SLURM_JOB_ID (set WEFT_ROOT_ADDR where Slurm's node names are not host names)";
   return Status::ok();
 }
 
@@ -245,11 +305,16 @@ Status chooseFamily(const Family** out) {
                              " is not set: this process cannot tell which rank it is");
     }
     if (std::optional<std::string> rank = env::get("PMIX_RANK")) {
+      std::string why;
+      if (pmixDetected() && pmixAvailable(&why)) {
+        *out = nullptr;  // PMIx alone: its store says the rank and the size
+        return Status::ok();
+      }
+      if (why.empty()) why = "PMIX_NAMESPACE is not set";
       return invalidArgument("PMIX_RANK=" + *rank +
-                             " says a PMIx launcher (Open MPI 5's mpirun, srun --mpi=pmix) "
-                             "started this process, but no variable weft reads gives the job's "
-                             "rank count: weft does not speak PMIx yet; set WEFT_RANK, "
-                             "WEFT_NRANKS and WEFT_ROOT_ADDR");
+                             " says a PMIx launcher (Open MPI's mpirun, srun --mpi=pmix) "
+                             "started this process, but weft cannot reach its PMIx server: " +
+                             why + ". Set WEFT_RANK, WEFT_NRANKS and WEFT_ROOT_ADDR instead");
     }
     return invalidArgument(
         "no launcher environment found: set WEFT_RANK, WEFT_NRANKS and WEFT_ROOT_ADDR, or run "
@@ -280,6 +345,22 @@ Status requireRoot(const Family& family) {
 
 }  // namespace
 
+std::string secretAdvice(const std::string& launcher) {
+  if (launcher == "slurm") {
+    return "export WEFT_SECRET=$(openssl rand -hex 32) before srun or sbatch (Slurm passes the "
+           "environment on to every rank)";
+  }
+  if (launcher == "torchrun") {
+    return "export WEFT_SECRET=$(openssl rand -hex 32) on every node before torchrun (its "
+           "workers inherit the agent's environment)";
+  }
+  if (launcher == "openmpi") {
+    return "export WEFT_SECRET=$(openssl rand -hex 32); mpirun -x WEFT_SECRET ...";
+  }
+  return "export WEFT_SECRET=$(openssl rand -hex 32) where the launcher passes it on to every "
+         "rank, or give every rank the same value";
+}
+
 bool launcherDetected() {
   for (const Family& family : kFamilies) {
     if (present(family)) return true;
@@ -291,21 +372,36 @@ Status readLaunchEnvironment(LaunchInfo* out) {
   LaunchInfo info;
   const Family* family = nullptr;
   WEFT_TRY(chooseFamily(&family));
+  std::optional<std::string> rootOverride = env::get("WEFT_ROOT_ADDR");
+  if (family == nullptr) {  // PMIx's variables alone (Open MPI 5 may set no others)
+    info.launcher = "pmix";
+    info.store = JobStoreKind::pmix;
+    *out = std::move(info);
+    return Status::ok();
+  }
   const Names* names = family->names;
   info.launcher = family->launcher;
-  std::optional<std::string> rootOverride = env::get("WEFT_ROOT_ADDR");
   std::string rootText;
-  const char* rootVariable = "WEFT_ROOT_ADDR";
+  std::string rootVariable = "WEFT_ROOT_ADDR";
   const std::string jobSeed = jobSeedOf(*names);
 
   if (names == &kPmi && pmi1Detected() && !rootOverride) {
-    info.viaPmi = true;  // rank, size, root and secret come through the PMI server
+    info.store = JobStoreKind::pmi1;  // rank, size, root and secret come through the PMI server
     *out = std::move(info);
     return Status::ok();
   }
   WEFT_TRY(readCounts(*names, &info));
-  if (names == &kSlurm) info.localNranks = slurmLocalSize(env::getString("SLURM_TASKS_PER_NODE"));
+  if (names == &kSlurm) WEFT_TRY(slurmLocalNranks(&info.localNranks));
   WEFT_TRY(validate(*names, info));
+  // Open MPI's mpirun and srun --mpi=pmix serve PMIx: rank 0's unique id goes through it, on
+  // one host or many, with a secret of its own. Inner launchers (weftrun, torchrun) started
+  // under them inherit PMIx variables that name their parent, so those never use it.
+  if ((names == &kOpenMpi || names == &kSlurm) && !rootOverride && pmixDetected() &&
+      pmixAvailable(nullptr)) {
+    info.store = JobStoreKind::pmix;
+    *out = std::move(info);
+    return Status::ok();
+  }
   if (!rootOverride) {
     if (names == &kWeftrun) {
       return invalidArgument("WEFT_ROOT_ADDR is not set (weftrun sets it)");
@@ -313,11 +409,19 @@ Status readLaunchEnvironment(LaunchInfo* out) {
       WEFT_TRY(torchrunRoot(&rootText));
       rootVariable = "MASTER_ADDR:MASTER_PORT+1";
     } else if (names == &kOpenMpi) {
-      WEFT_TRY(singleHostRoot(info, *names, "OMPI_MCA_ess_base_jobid", jobSeed, &rootText));
+      Status derived = singleHostRoot(info, *names, "OMPI_MCA_ess_base_jobid", jobSeed, &rootText);
+      std::string why;
+      if (!derived.isOk() && pmixDetected() && !pmixAvailable(&why)) {
+        return Status(derived.code(),
+                      derived.message() + " (or let weft use Open MPI's PMIx server: " + why + ")");
+      }
+      WEFT_TRY(derived);
       rootVariable = "the root derived from OMPI_MCA_ess_base_jobid";
-    } else if (names == &kSlurm) {
+    } else if (names == &kSlurm && (info.nranks == 1 || info.localNranks == info.nranks)) {
       WEFT_TRY(singleHostRoot(info, *names, "SLURM_JOB_ID", jobSeed, &rootText));
       rootVariable = "the root derived from SLURM_JOB_ID";
+    } else if (names == &kSlurm) {
+      WEFT_TRY(slurmRoot(info, jobSeed, &rootText, &rootVariable));
     } else if (info.nranks > 1) {
       return requireRoot(*family);
     } else {
@@ -330,10 +434,10 @@ Status readLaunchEnvironment(LaunchInfo* out) {
   if (rootOverride) rootText = *rootOverride;
   Status parsed = net::SocketAddress::parse(rootText, &info.root);
   if (!parsed.isOk()) {
-    return invalidArgument(std::string(rootVariable) + "='" + rootText + "': " + parsed.message());
+    return invalidArgument(rootVariable + "='" + rootText + "': " + parsed.message());
   }
   if (info.root.port() == 0) {
-    return invalidArgument(std::string(rootVariable) + "='" + rootText + "' has port 0");
+    return invalidArgument(rootVariable + "='" + rootText + "' has port 0");
   }
 
   if (std::optional<std::string> passphrase = env::get("WEFT_SECRET")) {

@@ -333,7 +333,10 @@ bool interfaceMatches(const std::string& filter, const std::string& name) {
 Status chooseLocalInterface(Interface* out) {
   int family = AF_UNSPEC;
   WEFT_TRY(familyFromEnv(&family));
-  std::optional<std::string> filter = env::get("WEFT_SOCKET_IFNAME");
+  // NCCL's name is honoured too, so that a job script written for NCCL picks the same NICs.
+  const char* filterVariable = "WEFT_SOCKET_IFNAME";
+  std::optional<std::string> filter = env::get(filterVariable);
+  if (!filter && (filter = env::get("NCCL_SOCKET_IFNAME"))) filterVariable = "NCCL_SOCKET_IFNAME";
 
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return systemError("getifaddrs", errno);
@@ -370,7 +373,8 @@ Status chooseLocalInterface(Interface* out) {
   if (candidates.empty()) {
     std::string available;
     for (const std::string& name : seenNames) available += (available.empty() ? "" : ", ") + name;
-    std::string what = filter ? "WEFT_SOCKET_IFNAME='" + *filter + "'" : "the default filter";
+    std::string what =
+        filter ? std::string(filterVariable) + "='" + *filter + "'" : "the default filter";
     if (family != AF_UNSPEC) {
       what += " with WEFT_SOCKET_FAMILY=" + std::string(family == AF_INET ? "AF_INET" : "AF_INET6");
     }

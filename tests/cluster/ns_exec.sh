@@ -2,7 +2,7 @@
 # Runs a command "on" one node of a cluster that tests/cluster/cluster.sh --raw created: inside
 # that node's network namespace and in a UTS namespace named after the node.
 #
-#   ns_exec.sh HOST COMMAND [ARGS...]
+#   ns_exec.sh [SSH OPTIONS] HOST COMMAND [ARGS...]
 #
 # HOST is a node's host name (node0, node1, ...), its index (0, 1, ...) or its namespace name.
 # Names are looked up in CLUSTER_HOSTNAMES and CLUSTER_NAMESPACES, which cluster.sh --raw sets.
@@ -16,7 +16,15 @@ set -euo pipefail
 
 die() { echo "ns_exec.sh: $*" >&2; exit 255; }   # 255, like ssh when it cannot connect
 
-(($# >= 2)) || die "usage: ns_exec.sh HOST COMMAND [ARGS...]"
+# ssh's own options, which some launchers pass before the host (MPICH's Hydra passes -x), mean
+# nothing here: skip them, with the value of those that take one.
+while (($#)) && [[ "$1" == -* ]]; do
+  case "$1" in
+    -[bcDEeFIiJLlmOoPpQRSWw]) shift 2 ;;
+    *) shift ;;
+  esac
+done
+(($# >= 2)) || die "usage: ns_exec.sh [SSH OPTIONS] HOST COMMAND [ARGS...]"
 host="$1"
 shift
 read -ra namespaces <<<"${CLUSTER_NAMESPACES:-}"

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -447,4 +448,167 @@ TEST_CASE("weftrun rejects bad command lines", "[launcher]") {
   RunResult passthrough = RunWeftrun({"--np=1", "--", "echo", "-n", "x"});
   CHECK(passthrough.status == 0);
   CHECK(passthrough.out == "x");
+}
+
+// ---- across hosts ---------------------------------------------------------------------------
+// The other hosts are this machine too: a fake launch agent that, like ssh, takes the host and
+// runs the joined words with sh -c. It exports FAKE_HOST (the host it was asked for) and records
+// its command line, so that the tests see where each rank "ran" and what ps would show.
+
+namespace {
+
+std::string WriteFakeAgent(const TempDir& dir) {
+  std::string path = dir.File("agent.sh");
+  std::ofstream(path) << "#!/bin/sh\n"
+                         "host=$1; shift\n"
+                         "echo \"$host $*\" >> " +
+                             dir.File("agent.log") +
+                             "\n"
+                             "FAKE_HOST=$host exec sh -c \"$*\"\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("weftrun reads hosts from -H and --hostfile and names bad ones", "[launcher]") {
+  TempDir dir;
+  std::string hostfile = dir.File("hosts");
+  std::ofstream(hostfile) << "# the nodes\nlocalhost slots=2 max_slots=4\n\n127.0.0.1  # one\n";
+  // Without -n, every slot gets a rank; both hosts are this machine, so no agent is needed.
+  RunResult from_file = RunWeftrun({"--hostfile", hostfile, "sh", "-c", "echo $WEFT_RANK"});
+  CHECK(from_file.status == 0);
+  CHECK(Lines(from_file.out).size() == 3);
+  RunResult fewer = RunWeftrun({"-H", "localhost:4", "-n", "2", "sh", "-c", "echo $WEFT_NRANKS"});
+  CHECK(fewer.status == 0);
+  CHECK(fewer.out == "2\n2\n");
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  std::ofstream(dir.File("bad")) << "node0 slots=2\nnode1 slots=many\n";
+  std::ofstream(dir.File("unknown")) << "node0 cpus=2\n";
+  std::vector<Case> cases = {
+      {{"-H", "node0:4,node1:4", "-n", "9", "true"},
+       "weftrun: -n 9 exceeds the 8 slots of the hosts given (node0:4,node1:4)"},
+      {{"-H", "node0:x", "true"}, "weftrun: -H node0:x: invalid slot count in 'node0:x'"},
+      {{"-H", "node0:0", "true"}, "weftrun: -H node0:0: invalid slot count"},
+      {{"-H", "node0,,node1", "true"}, "weftrun: -H node0,,node1: invalid host name in ''"},
+      {{"-H", "-oProxyCommand=x", "true"}, "invalid host name in '-oProxyCommand=x'"},
+      {{"-H", "a", "--hostfile", hostfile, "true"}, "give the hosts once"},
+      {{"--hostfile", dir.File("bad"), "true"},
+       "weftrun: --hostfile " + dir.File("bad") + ":2: invalid 'slots=many'"},
+      {{"--hostfile", dir.File("unknown"), "true"}, ":1: unknown 'cpus=2' (expected slots=N)"},
+      {{"--hostfile", dir.File("none"), "true"},
+       "--hostfile " + dir.File("none") + ": cannot open"},
+      {{"-H", "node0:2", "--launch-agent", " ", "true"}, "--launch-agent: empty command"},
+  };
+  for (const Case& c : cases) {
+    RunResult run = RunWeftrun(c.args);
+    INFO(c.args[1]);
+    CHECK(run.status == 2);
+    CHECK_THAT(run.err, Catch::Contains(c.message));
+  }
+}
+
+TEST_CASE("weftrun -H places ranks in blocks and starts other hosts through the agent",
+          "[launcher]") {
+  TempDir dir;
+  std::string agent = WriteFakeAgent(dir);
+  RunResult run = RunWeftrun(
+      {"-H", "localhost:1,hostA:2,hostB:2", "-n", "4", "--launch-agent", agent, "-x",
+       "SPACED=a 'b' c", "sh", "-c",
+       "echo $WEFT_RANK ${FAKE_HOST:-local} $WEFT_LOCAL_RANK/$WEFT_LOCAL_NRANKS $WEFT_NRANKS "
+       "$WEFT_ROOT_ADDR ${WEFT_SOCKET_IFNAME:-none} \"$SPACED\" $WEFT_SECRET"});
+  REQUIRE(run.status == 0);
+  CHECK(run.err.empty());
+  std::vector<std::string> lines = Lines(run.out);
+  REQUIRE(lines.size() == 4);
+  std::map<std::string, std::string> by_rank;
+  std::set<std::string> roots, secrets;
+  for (const std::string& line : lines) {
+    std::istringstream fields(line);
+    std::string rank, host, local, nranks, root, ifname, secret;
+    fields >> rank >> host >> local >> nranks >> root >> ifname;
+    by_rank[rank] = host + " " + local;
+    CHECK(nranks == "4");
+    CHECK(ifname == "none");  // several hosts: not forced to loopback
+    CHECK_THAT(line, Catch::Contains("a 'b' c"));
+    roots.insert(root);
+    secrets.insert(line.substr(line.rfind(' ') + 1));
+  }
+  CHECK(by_rank ==
+        std::map<std::string, std::string>{
+            {"0", "local 0/1"}, {"1", "hostA 0/2"}, {"2", "hostA 1/2"}, {"3", "hostB 0/1"}});
+  REQUIRE(roots.size() == 1);
+  CHECK(roots.begin()->rfind("127.0.0.1:", 0) != 0);  // the other hosts must reach rank 0
+  REQUIRE(secrets.size() == 1);
+  CHECK(secrets.begin()->size() == 64);
+  // The secret travels on the agent's stdin, never on a command line.
+  std::string agent_log = ReadFile(dir.File("agent.log"));
+  std::set<std::string> agent_hosts;  // the agents start concurrently: in any order
+  for (const std::string& line : Lines(agent_log)) agent_hosts.insert(line.substr(0, 6));
+  CHECK(agent_hosts == std::set<std::string>{"hostA ", "hostB "});
+  CHECK(agent_log.find(*secrets.begin()) == std::string::npos);
+}
+
+TEST_CASE("a rank failing on another host ends the job on every host, named", "[launcher]") {
+  TempDir dir;
+  std::string agent = WriteFakeAgent(dir);
+  // Rank 3 (hostB) is killed once every rank has recorded its pid; the others sleep.
+  RunResult run = RunWeftrun(
+      {"-H", "localhost:2,hostA:1,hostB:2", "--launch-agent", agent, "--tag-output", "sh", "-c",
+       "cd " + dir.path() +
+           "; echo started; echo $$ > pid.$WEFT_RANK.tmp; mv pid.$WEFT_RANK.tmp pid.$WEFT_RANK; " +
+           "if [ $WEFT_RANK = 3 ]; then " + AwaitFile("pid.0") + AwaitFile("pid.1") +
+           AwaitFile("pid.2") + AwaitFile("pid.4") + "kill -9 $$; fi; exec sleep 60"});
+  CHECK(run.status == 137);
+  CHECK(run.elapsed_s < 5);
+  CHECK_FALSE(run.hung);
+  std::vector<std::string> lines = Lines(run.err);
+  REQUIRE(!lines.empty());
+  CHECK_THAT(lines[0], Catch::StartsWith("weftrun: rank 3 on hostB (pid ") &&
+                           Catch::EndsWith(") was killed by signal 9 (Killed); ending the job"));
+  std::multiset<std::string> out_lines;
+  for (const std::string& line : Lines(run.out)) out_lines.insert(line);
+  CHECK(out_lines == std::multiset<std::string>{"[0] started", "[1] started", "[2] started",
+                                                "[3] started", "[4] started"});
+  for (int rank = 0; rank < 5; ++rank) {
+    pid_t pid = std::atoi(ReadFile(dir.File("pid." + std::to_string(rank))).c_str());
+    REQUIRE(pid > 0);
+    CHECK(ProcessEnded(pid));
+  }
+}
+
+TEST_CASE("a host whose weftrun cannot run fails the job, named", "[launcher]") {
+  TempDir dir;
+  std::string agent = WriteFakeAgent(dir);
+  RunResult run = RunWeftrun({"-H", "localhost:1,hostA:1", "--launch-agent", agent,
+                              "--weftrun-path", "/nonexistent/weftrun", "sleep", "60"});
+  CHECK(run.status == 127);
+  CHECK(run.elapsed_s < 5);
+  CHECK_THAT(run.err, Catch::Contains("weftrun: weftrun on hostA (agent pid ") &&
+                          Catch::Contains(") exited with status 127; ending the job"));
+  RunResult no_agent = RunWeftrun(
+      {"-H", "localhost:1,hostA:1", "--launch-agent", "/nonexistent/agent", "sleep", "60"});
+  CHECK(no_agent.status == 127);
+  CHECK_THAT(no_agent.err, Catch::Contains("weftrun: cannot start the launch agent for hostA: "
+                                           "/nonexistent/agent: No such file or directory"));
+}
+
+TEST_CASE("SIGTERM to weftrun reaches the ranks on other hosts", "[launcher]") {
+  TempDir dir;
+  std::string agent = WriteFakeAgent(dir);
+  WeftrunProcess process({"-H", "localhost:1,hostA:1", "--launch-agent", agent, "sh", "-c",
+                          "cd " + dir.path() +
+                              "; trap 'echo TERM > got.$WEFT_RANK; exit 0' TERM; "
+                              "touch ready.$WEFT_RANK; sleep 60 & wait"});
+  REQUIRE(WaitForFiles({dir.File("ready.0"), dir.File("ready.1")}));
+  kill(process.pid(), SIGTERM);
+  RunResult run = process.Wait();
+  CHECK(run.status == 128 + SIGTERM);
+  CHECK(run.elapsed_s < 10);
+  CHECK(ReadFile(dir.File("got.0")) == "TERM\n");
+  CHECK(ReadFile(dir.File("got.1")) == "TERM\n");
 }

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "launcher/remote_protocol.h"
+
 namespace weftrun {
 namespace {
 
@@ -34,8 +36,9 @@ void OutputSink::Write(std::string_view data) {
   }
 }
 
-OutputRelay::OutputRelay(int source_fd, OutputSink* sink, int rank)
-    : source_fd_(source_fd), sink_(sink) {
+OutputRelay::OutputRelay(int source_fd, OutputSink* sink, int rank, RelayFormat format,
+                         bool is_stderr)
+    : source_fd_(source_fd), sink_(sink), rank_(rank), format_(format), is_stderr_(is_stderr) {
   // snprintf rather than string concatenation, which trips a false -Wrestrict in GCC 12.
   char prefix[32];
   std::snprintf(prefix, sizeof prefix, "[%d] ", rank);
@@ -56,10 +59,20 @@ void OutputRelay::ReadOnce() {
   char buffer[kReadChunk];
   ssize_t n = read(source_fd_, buffer, sizeof buffer);
   if (n > 0) {
-    pending_.append(buffer, static_cast<size_t>(n));
-    Relay(false);
+    Feed(std::string_view(buffer, static_cast<size_t>(n)));
   } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
     Close();
+  }
+}
+
+void OutputRelay::Feed(std::string_view data) {
+  if (format_ == RelayFormat::kRaw) {
+    sink_->Write(data);
+  } else if (format_ == RelayFormat::kFrames) {
+    sink_->Write(OutputFrame(is_stderr_, rank_, data));
+  } else {
+    pending_.append(data);
+    Relay(false);
   }
 }
 

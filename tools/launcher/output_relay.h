@@ -1,5 +1,6 @@
-// --tag-output: copies a rank's stdout or stderr from a pipe to weftrun's own, one complete line
-// at a time with a "[rank] " prefix, so that lines from different ranks never interleave.
+// Copies a rank's stdout or stderr to one of weftrun's own. With --tag-output one complete line at
+// a time with a "[rank] " prefix, so that lines from different ranks never interleave; in a remote
+// part as frames for the top (remote_protocol.h); at the top, a remote rank's bytes as they are.
 #pragma once
 
 #include <string>
@@ -16,10 +17,18 @@ struct OutputSink {
   void Write(std::string_view data);
 };
 
+enum class RelayFormat {
+  kTaggedLines,  // "[rank] " before every line
+  kRaw,          // the bytes as they come
+  kFrames,       // remote_protocol.h's output frames
+};
+
 class OutputRelay {
  public:
-  // Takes ownership of source_fd, the non-blocking read end of the rank's pipe.
-  OutputRelay(int source_fd, OutputSink* sink, int rank);
+  // Takes ownership of source_fd, the non-blocking read end of the rank's pipe; -1 for a relay
+  // that is only fed (a remote rank's output, which arrives in frames).
+  OutputRelay(int source_fd, OutputSink* sink, int rank,
+              RelayFormat format = RelayFormat::kTaggedLines, bool is_stderr = false);
   ~OutputRelay();
   OutputRelay(const OutputRelay&) = delete;
   OutputRelay& operator=(const OutputRelay&) = delete;
@@ -29,6 +38,8 @@ class OutputRelay {
 
   // Reads what one read() returns and relays the complete lines in it.
   void ReadOnce();
+  // Relays data as if read from the pipe.
+  void Feed(std::string_view data);
   // Reads until the pipe is empty (bounded, in case a writer keeps going) and relays.
   void Drain();
   // Drains, then writes out a final partial line with a newline added, and closes the pipe.
@@ -40,6 +51,9 @@ class OutputRelay {
 
   int source_fd_;
   OutputSink* sink_;
+  int rank_;
+  RelayFormat format_;
+  bool is_stderr_;
   std::string prefix_;
   std::string pending_;  // bytes after the last newline
 };

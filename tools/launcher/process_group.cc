@@ -1,6 +1,7 @@
 #include "launcher/process_group.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +13,8 @@ namespace {
 
 // Runs in the forked child. weftrun is single-threaded, so the child may use any function, but
 // it keeps to plain system calls anyway. Never returns.
-[[noreturn]] void ExecRank(const SpawnRequest& request, const ChildSetup& setup, int status_fd) {
+[[noreturn]] void ExecRank(const SpawnRequest& request, const ChildSetup& setup, int status_fd,
+                           pid_t parent) {
   // Also done by the parent; whichever runs first wins, and the group exists before either of
   // them goes on, so a signal sent to the group right after fork cannot miss the child.
   setpgid(0, 0);
@@ -23,6 +25,10 @@ namespace {
   if (request.stderr_fd >= 0) dup2(request.stderr_fd, STDERR_FILENO);
   sigaction(SIGPIPE, &setup.original_sigpipe, nullptr);
   setrlimit(RLIMIT_NOFILE, &setup.original_nofile);
+  if (setup.parent_death_signal != 0) {
+    prctl(PR_SET_PDEATHSIG, setup.parent_death_signal);
+    if (getppid() != parent) _exit(128 + setup.parent_death_signal);  // it died before prctl
+  }
   // Last: a signal forwarded from now on gets the rank's default action, as it should.
   sigprocmask(SIG_SETMASK, &setup.original_mask, nullptr);
   execvpe(request.argv[0], request.argv, request.envp);
@@ -44,6 +50,7 @@ SpawnResult SpawnRank(const SpawnRequest& request, const ChildSetup& setup) {
     result.failed_step = "pipe";
     return result;
   }
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     result.error = errno;
@@ -52,7 +59,7 @@ SpawnResult SpawnRank(const SpawnRequest& request, const ChildSetup& setup) {
     close(status_pipe[1]);
     return result;
   }
-  if (pid == 0) ExecRank(request, setup, status_pipe[1]);
+  if (pid == 0) ExecRank(request, setup, status_pipe[1], parent);
   close(status_pipe[1]);
   setpgid(pid, pid);  // fails with EACCES once the child has exec'd; it did it itself by then
   int child_error = 0;

@@ -17,6 +17,8 @@ struct ChildSetup {
   sigset_t original_mask;
   struct sigaction original_sigpipe;
   rlimit original_nofile;
+  // Non-zero: the signal a rank gets if weftrun dies (PR_SET_PDEATHSIG) without ending it.
+  int parent_death_signal = 0;
 };
 
 struct SpawnRequest {

@@ -1,99 +1,13 @@
 #include "launcher/rank_env.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
+
+#include "launcher/job_layout.h"
 
 extern char** environ;
 
 namespace weftrun {
 namespace {
-
-constexpr int kSecretBytes = 32;  // 64 hex characters, what the library's init expects
-
-std::string ErrnoText(const char* what) {
-  return std::string(what) + ": " + std::strerror(errno);
-}
-
-// Returns a port on 127.0.0.1 that was free a moment ago, or -1. Binding port 0 makes the kernel
-// pick one; the socket is closed again so that rank 0 can listen there. Another process could
-// take the port in between, which is why the library reports a failed bind clearly.
-int FindFreeLoopbackPort(std::string* error) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    *error = ErrnoText("socket");
-    return -1;
-  }
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    *error = ErrnoText("bind 127.0.0.1:0");
-  } else if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    *error = ErrnoText("getsockname");
-  } else {
-    port = ntohs(address.sin_port);
-  }
-  // Never listened on, so closing leaves no TIME_WAIT entry that could block rank 0's bind.
-  close(fd);
-  return port;
-}
-
-// Fills buffer from getrandom(), or from /dev/urandom on kernels without it.
-bool ReadRandomBytes(unsigned char* buffer, size_t size, std::string* error) {
-  size_t filled = 0;
-  while (filled < size) {
-    ssize_t n = getrandom(buffer + filled, size - filled, 0);
-    if (n > 0) {
-      filled += static_cast<size_t>(n);
-    } else if (n < 0 && errno == ENOSYS) {
-      break;
-    } else if (n < 0 && errno != EINTR) {
-      *error = ErrnoText("getrandom");
-      return false;
-    }
-  }
-  if (filled == size) return true;
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = ErrnoText("/dev/urandom");
-    return false;
-  }
-  while (filled < size) {
-    ssize_t n = read(fd, buffer + filled, size - filled);
-    if (n > 0) {
-      filled += static_cast<size_t>(n);
-    } else if (n == 0 || errno != EINTR) {
-      *error = n == 0 ? "/dev/urandom: short read" : ErrnoText("/dev/urandom");
-      close(fd);
-      return false;
-    }
-  }
-  close(fd);
-  return true;
-}
-
-bool MakeJobSecret(std::string* secret, std::string* error) {
-  unsigned char bytes[kSecretBytes];
-  if (!ReadRandomBytes(bytes, sizeof bytes, error)) return false;
-  static constexpr char kHex[] = "0123456789abcdef";
-  secret->clear();
-  for (unsigned char byte : bytes) {
-    secret->push_back(kHex[byte >> 4]);
-    secret->push_back(kHex[byte & 0xf]);
-  }
-  return true;
-}
 
 // An empty value is treated as unset: an empty secret or interface name is never what was meant.
 bool IsSetNonEmpty(const EnvBlock& env, std::string_view name) {
@@ -144,7 +58,7 @@ bool IsWeftrunOwnedVariable(std::string_view name) {
          name == "WEFT_LOCAL_NRANKS" || name == "WEFT_ROOT_ADDR";
 }
 
-bool PrepareJobEnvironment(const LaunchOptions& options, EnvBlock* env, std::string* error) {
+void PrepareJobEnvironment(const LaunchOptions& options, const JobLayout& layout, EnvBlock* env) {
   *env = EnvBlock::FromProcess();
   for (const std::string& item : options.exports) {
     size_t equals = item.find('=');
@@ -156,29 +70,21 @@ bool PrepareJobEnvironment(const LaunchOptions& options, EnvBlock* env, std::str
                    item.c_str());
     }
   }
-  int port = FindFreeLoopbackPort(error);
-  if (port < 0) return false;
-  std::string nranks = std::to_string(options.nranks);
-  env->Set("WEFT_NRANKS", nranks);
-  env->Set("WEFT_LOCAL_NRANKS", nranks);
-  env->Set("WEFT_ROOT_ADDR", "127.0.0.1:" + std::to_string(port));
-  // An inherited secret is kept so that a job can be joined by ranks started some other way.
-  if (!IsSetNonEmpty(*env, "WEFT_SECRET")) {
-    std::string secret;
-    if (!MakeJobSecret(&secret, error)) return false;
-    env->Set("WEFT_SECRET", secret);
+  env->Set("WEFT_NRANKS", std::to_string(layout.nranks));
+  env->Set("WEFT_LOCAL_NRANKS", std::to_string(layout.local_ranks.size()));
+  env->Set("WEFT_ROOT_ADDR", layout.root_addr);
+  env->Set("WEFT_SECRET", layout.secret);
+  // When every rank runs on this machine, loopback is the right interface unless told otherwise;
+  // across hosts the library chooses one that reaches the others (or -x WEFT_SOCKET_IFNAME).
+  if (!layout.several_hosts && !IsSetNonEmpty(*env, "WEFT_SOCKET_IFNAME")) {
+    env->Set("WEFT_SOCKET_IFNAME", "lo");
   }
-  // Every rank runs on this machine, so loopback is the right interface unless told otherwise.
-  if (!IsSetNonEmpty(*env, "WEFT_SOCKET_IFNAME")) env->Set("WEFT_SOCKET_IFNAME", "lo");
-  return true;
 }
 
-EnvBlock RankEnvironment(const EnvBlock& job_env, int rank) {
+EnvBlock RankEnvironment(const EnvBlock& job_env, int rank, int local_rank) {
   EnvBlock env = job_env;
-  std::string value = std::to_string(rank);
-  env.Set("WEFT_RANK", value);
-  // One machine: the local rank is the rank.
-  env.Set("WEFT_LOCAL_RANK", value);
+  env.Set("WEFT_RANK", std::to_string(rank));
+  env.Set("WEFT_LOCAL_RANK", std::to_string(local_rank));
   return env;
 }
 

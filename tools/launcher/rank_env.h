@@ -30,11 +30,14 @@ class EnvBlock {
 // them, since a rank with a wrong WEFT_RANK would deadlock the whole job at init.
 bool IsWeftrunOwnedVariable(std::string_view name);
 
-// Everything the ranks share: exports, WEFT_NRANKS, WEFT_ROOT_ADDR, WEFT_SECRET and
-// WEFT_SOCKET_IFNAME. Returns false with a message in *error if no port or secret could be had.
-bool PrepareJobEnvironment(const LaunchOptions& options, EnvBlock* env, std::string* error);
+struct JobLayout;
 
-// The job environment plus this rank's WEFT_RANK and WEFT_LOCAL_RANK.
-EnvBlock RankEnvironment(const EnvBlock& job_env, int rank);
+// Everything the ranks of this weftrun share: its environment, the exports, WEFT_NRANKS,
+// WEFT_LOCAL_NRANKS, WEFT_ROOT_ADDR, WEFT_SECRET, and WEFT_SOCKET_IFNAME=lo for one-host jobs.
+void PrepareJobEnvironment(const LaunchOptions& options, const JobLayout& layout, EnvBlock* env);
+
+// The job environment plus this rank's WEFT_RANK and WEFT_LOCAL_RANK (its index among the ranks
+// of its host).
+EnvBlock RankEnvironment(const EnvBlock& job_env, int rank, int local_rank);
 
 }  // namespace weftrun

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "launcher/job_layout.h"
 #include "launcher/launch_options.h"
 #include "launcher/process_group.h"
 #include "launcher/rank_env.h"
@@ -27,9 +28,14 @@ struct StartFailure {
   SpawnResult result;
 };
 
-// Starts ranks 0..N-1 in order and stops at the first that cannot be started, reporting it in
-// *failure. Returns the ranks that were started.
-std::vector<StartedRank> StartRanks(const LaunchOptions& options, const EnvBlock& job_env,
-                                    const ChildSetup& setup, StartFailure* failure);
+// Whether ranks' output goes through pipes to weftrun: with --tag-output, and always in a remote
+// part (which sends it to the top in frames).
+bool PipesRankOutput(const LaunchOptions& options);
+
+// Starts this weftrun's ranks (layout.local_ranks) in order and stops at the first that cannot
+// be started, reporting its rank in *failure. Returns the ranks that were started, in order.
+std::vector<StartedRank> StartRanks(const LaunchOptions& options, const JobLayout& layout,
+                                    const EnvBlock& job_env, const ChildSetup& setup,
+                                    StartFailure* failure);
 
 }  // namespace weftrun

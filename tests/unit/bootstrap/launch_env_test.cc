@@ -1,4 +1,5 @@
 #include "bootstrap/launch_env.h"
+#include "bootstrap/pmix_client.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -39,6 +40,12 @@ const char* const kLaunchVariables[] = {"WEFT_RANK",
                                         "SLURM_JOB_ID",
                                         "SLURM_STEP_ID",
                                         "SLURM_STEPID",
+                                        "SLURM_STEP_NODELIST",
+                                        "SLURM_NODELIST",
+                                        "SLURM_JOB_NODELIST",
+                                        "SLURM_NODEID",
+                                        "SLURM_STEP_TASKS_PER_NODE",
+                                        "SLURM_DISTRIBUTION",
                                         "MV2_COMM_WORLD_RANK",
                                         "MV2_COMM_WORLD_SIZE",
                                         "MV2_COMM_WORLD_LOCAL_RANK",
@@ -47,7 +54,9 @@ const char* const kLaunchVariables[] = {"WEFT_RANK",
                                         "PMI_SIZE",
                                         "MPI_LOCALRANKID",
                                         "MPI_LOCALNRANKS",
-                                        "PMIX_RANK"};
+                                        "PMIX_RANK",
+                                        "PMIX_NAMESPACE",
+                                        "WEFT_PMIX_LIB"};
 
 class LaunchEnv {
  public:
@@ -346,6 +355,39 @@ TEST_CASE("Slurm environment", "[bootstrap][launch]") {
                    {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
     CHECK(readOk().localNranks == 0);
   }
+  SECTION("uneven nodes: SLURM_NODEID picks this node's count") {
+    LaunchEnv env({{"SLURM_PROCID", "6"},
+                   {"SLURM_NTASKS", "7"},
+                   {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                   {"SLURM_NODEID", "3"},
+                   {"SLURM_STEP_ID", "0"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
+    CHECK(readOk().localNranks == 1);
+    setenv("SLURM_NODEID", "0", 1);
+    setenv("SLURM_PROCID", "1", 1);
+    CHECK(readOk().localNranks == 2);
+    setenv("SLURM_NODEID", "4", 1);  // outside the list: unknown
+    CHECK(readOk().localNranks == 0);
+  }
+  SECTION("the step's counts win over the allocation's") {
+    LaunchEnv env({{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", "3"},
+                   {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                   {"SLURM_STEP_TASKS_PER_NODE", "3"},
+                   {"SLURM_JOB_ID", "5"},
+                   {"SLURM_STEP_ID", "1"}});
+    LaunchInfo info = readOk();
+    CHECK(info.localNranks == 3);
+    CHECK(info.root.isLoopback());
+  }
+  SECTION("malformed task counts name the variable") {
+    LaunchEnv env({{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", "4"},
+                   {"SLURM_STEP_TASKS_PER_NODE", "2(x2"},
+                   {"SLURM_STEP_ID", "0"},
+                   {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
+    expectError({"SLURM_STEP_TASKS_PER_NODE='2(x2'"});
+  }
   SECTION("missing SLURM_NTASKS") {
     LaunchEnv env({{"SLURM_PROCID", "0"}, {"WEFT_ROOT_ADDR", "127.0.0.1:4000"}});
     expectError({"SLURM_NTASKS"});
@@ -353,6 +395,85 @@ TEST_CASE("Slurm environment", "[bootstrap][launch]") {
   SECTION("malformed SLURM_PROCID") {
     LaunchEnv env({{"SLURM_PROCID", ""}, {"SLURM_NTASKS", "2"}});
     expectError({"SLURM_PROCID is not set"});  // empty counts as unset
+  }
+}
+
+// srun --mpi=none across hosts: rank 0 listens on the first node of the step's node list, at a port
+// derived from the job and step ids. The node names here are addresses ("127.0.0.[1-3]" is a
+// valid host list), so that they resolve on any machine.
+TEST_CASE("Slurm across hosts without WEFT_ROOT_ADDR", "[bootstrap][launch][slurm]") {
+  auto step = [](const char* rank, const char* node) {
+    return LaunchEnv({{"SLURM_PROCID", rank},
+                      {"SLURM_NTASKS", "6"},
+                      {"SLURM_NODEID", node},
+                      {"SLURM_LOCALID", "0"},
+                      {"SLURM_TASKS_PER_NODE", "2(x3)"},
+                      {"SLURM_STEP_NODELIST", "127.0.0.[1-3]"},
+                      {"SLURM_JOB_ID", "42"},
+                      {"SLURM_STEP_ID", "0"}});
+  };
+  SECTION("every rank names the first node, with the same port and secret") {
+    LaunchInfo first;
+    {
+      LaunchEnv env = step("0", "0");
+      first = readOk();
+    }
+    LaunchEnv env = step("5", "2");
+    LaunchInfo last = readOk();
+    CHECK(first.launcher == "slurm");
+    CHECK(first.root.toString() == last.root.toString());
+    CHECK(first.root.toString().rfind("127.0.0.1:", 0) == 0);
+    CHECK(first.root.port() >= 20000);
+    CHECK(first.secret == last.secret);
+    CHECK_FALSE(last.secretFromEnv);
+    CHECK(last.localNranks == 2);
+    CHECK(last.rank == 5);
+    // Another step of the job: another port (for these ids) and another secret.
+    setenv("SLURM_STEP_ID", "1", 1);
+    LaunchInfo next = readOk();
+    CHECK(next.root.port() != last.root.port());
+    CHECK(next.secret != last.secret);
+  }
+  SECTION("without a step's node list, the job's") {
+    LaunchEnv env = step("1", "0");
+    unsetenv("SLURM_STEP_NODELIST");
+    setenv("SLURM_JOB_NODELIST", "127.0.0.2,127.0.0.1", 1);
+    CHECK(readOk().root.toString().rfind("127.0.0.2:", 0) == 0);
+    setenv("SLURM_NODELIST", "127.0.0.3", 1);  // the older name: the last resort
+    CHECK(readOk().root.toString().rfind("127.0.0.2:", 0) == 0);
+    unsetenv("SLURM_JOB_NODELIST");
+    CHECK(readOk().root.toString().rfind("127.0.0.3:", 0) == 0);
+  }
+  SECTION("no node list at all") {
+    LaunchEnv env = step("1", "0");
+    unsetenv("SLURM_STEP_NODELIST");
+    expectError({"WEFT_ROOT_ADDR", "SLURM_STEP_NODELIST"});
+  }
+  SECTION("WEFT_ROOT_ADDR still wins") {
+    LaunchEnv env = step("1", "0");
+    setenv("WEFT_ROOT_ADDR", "127.0.0.9:4000", 1);
+    CHECK(readOk().root.toString() == "127.0.0.9:4000");
+  }
+  SECTION("rank 0 off the first node is caught by rank 0") {
+    LaunchEnv env = step("0", "2");
+    expectError({"SLURM_NODEID", "SLURM_STEP_NODELIST='127.0.0.[1-3]'", "WEFT_ROOT_ADDR"});
+  }
+  SECTION("an arbitrary distribution needs WEFT_ROOT_ADDR") {
+    LaunchEnv env = step("3", "1");
+    setenv("SLURM_DISTRIBUTION", "arbitrary", 1);
+    expectError({"SLURM_DISTRIBUTION='arbitrary'", "WEFT_ROOT_ADDR"});
+    setenv("SLURM_DISTRIBUTION", "cyclic", 1);
+    CHECK(readOk().root.toString().rfind("127.0.0.1:", 0) == 0);
+  }
+  SECTION("a malformed node list names the variable") {
+    LaunchEnv env = step("3", "1");
+    setenv("SLURM_STEP_NODELIST", "node[1-", 1);
+    expectError({"SLURM_STEP_NODELIST='node[1-'", "'[' without ']'"});
+  }
+  SECTION("the advice on WEFT_SECRET") {
+    std::string advice = weft::bootstrap::secretAdvice("slurm");
+    CHECK(advice.find("export WEFT_SECRET=$(openssl rand -hex 32)") != std::string::npos);
+    CHECK(advice.find("srun") != std::string::npos);
   }
 }
 
@@ -446,10 +567,87 @@ TEST_CASE("variables that claim several ranks never make a silent singleton",
     LaunchEnv env({{"WORLD_SIZE", "1"}, {"PMI_SIZE", "1"}});
     CHECK_FALSE(weft::bootstrap::launcherDetected());
   }
-  SECTION("a PMIx rank alone") {
+  SECTION("a PMIx rank alone, without its namespace") {
     LaunchEnv env({{"PMIX_RANK", "0"}});
     CHECK(weft::bootstrap::launcherDetected());
-    expectError({"PMIX_RANK=0", "PMIx"});
+    expectError({"PMIX_RANK=0", "PMIx", "PMIX_NAMESPACE is not set"});
+  }
+  SECTION("a PMIx launcher whose library cannot be loaded") {
+    LaunchEnv env({{"PMIX_RANK", "0"},
+                   {"PMIX_NAMESPACE", "job.1"},
+                   {"WEFT_PMIX_LIB", "/nonexistent/libpmix.so.2"}});
+    expectError({"PMIX_RANK=0", "cannot load /nonexistent/libpmix.so.2", "WEFT_ROOT_ADDR"});
+  }
+  SECTION("a library that is not PMIx") {
+    LaunchEnv env(
+        {{"PMIX_RANK", "0"}, {"PMIX_NAMESPACE", "job.1"}, {"WEFT_PMIX_LIB", "libc.so.6"}});
+    std::string why;
+    CHECK_FALSE(weft::bootstrap::pmixAvailable(&why));
+    CHECK_THAT(why, Catch::Contains("libc.so.6 lacks PMIx_Init") ||
+                        Catch::Contains("without the PMIx headers"));
+  }
+  SECTION("Open MPI across hosts without PMIx names both ways out") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "0"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                   {"PMIX_RANK", "0"},
+                   {"PMIX_NAMESPACE", "job.1"},
+                   {"WEFT_PMIX_LIB", "/nonexistent/libpmix.so.2"}});
+    expectError({"WEFT_ROOT_ADDR", "PMIx server", "cannot load /nonexistent/libpmix.so.2"});
+  }
+}
+
+// Where this build speaks PMIx and Debian's libpmix2 is installed: which launchers' jobs
+// rendezvous through it. No server is contacted here; cluster.mpi_job.openmpi does that.
+TEST_CASE("PMIx launchers rendezvous through their store", "[launch]") {
+  std::string why;
+  {
+    LaunchEnv env({});
+    if (!weft::bootstrap::pmixAvailable(&why)) {
+      WARN("skipped: no PMIx here: " + why);
+      return;
+    }
+  }
+  using weft::bootstrap::JobStoreKind;
+  SECTION("Open MPI's mpirun, one host or many") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "1"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                   {"PMIX_RANK", "1"},
+                   {"PMIX_NAMESPACE", "job.1"}});
+    LaunchInfo info = readOk();
+    CHECK(info.store == JobStoreKind::pmix);
+    CHECK(info.launcher == "openmpi");
+    CHECK(info.rank == 1);
+    CHECK(info.nranks == 4);
+  }
+  SECTION("PMIx's variables alone") {
+    LaunchEnv env({{"PMIX_RANK", "2"}, {"PMIX_NAMESPACE", "job.1"}});
+    LaunchInfo info = readOk();
+    CHECK(info.store == JobStoreKind::pmix);
+    CHECK(info.launcher == "pmix");
+    CHECK(info.nranks == 0);  // the store says
+  }
+  SECTION("WEFT_ROOT_ADDR wins over the store") {
+    LaunchEnv env({{"OMPI_COMM_WORLD_RANK", "1"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"PMIX_RANK", "1"},
+                   {"PMIX_NAMESPACE", "job.1"}});
+    setenv("WEFT_ROOT_ADDR", "127.0.0.1:4000", 1);  // LaunchEnv restores it
+    CHECK(readOk().store == JobStoreKind::none);
+  }
+  SECTION("torchrun under mpirun: the workers' PMIx variables are their agent's") {
+    LaunchEnv env({{"RANK", "3"},
+                   {"WORLD_SIZE", "4"},
+                   {"MASTER_ADDR", "127.0.0.1"},
+                   {"MASTER_PORT", "29500"},
+                   {"OMPI_COMM_WORLD_RANK", "0"},
+                   {"OMPI_COMM_WORLD_SIZE", "2"},
+                   {"PMIX_RANK", "0"},
+                   {"PMIX_NAMESPACE", "job.1"}});
+    LaunchInfo info = readOk();
+    CHECK(info.store == JobStoreKind::none);
+    CHECK(info.launcher == "torchrun");
   }
   SECTION("a lone process in an sbatch script of several tasks") {
     LaunchEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "9"}});

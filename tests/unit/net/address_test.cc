@@ -177,6 +177,20 @@ TEST_CASE("chooseLocalInterface honours WEFT_SOCKET_IFNAME and WEFT_SOCKET_FAMIL
     CHECK(status.message().find("WEFT_SOCKET_IFNAME='nosuchif'") != std::string::npos);
     CHECK(status.message().find("lo") != std::string::npos);  // lists what exists
   }
+  SECTION("NCCL_SOCKET_IFNAME stands in for WEFT_SOCKET_IFNAME, which wins when both are set") {
+    ScopedEnv env({{"WEFT_SOCKET_IFNAME", nullptr},
+                   {"NCCL_SOCKET_IFNAME", "=lo"},
+                   {"WEFT_SOCKET_FAMILY", "AF_INET"}});
+    Interface interface;
+    REQUIRE(chooseLocalInterface(&interface).isOk());
+    CHECK(interface.name == "lo");
+    setenv("NCCL_SOCKET_IFNAME", "nosuchif", 1);
+    weft::Status status = chooseLocalInterface(&interface);
+    CHECK(status.message().find("NCCL_SOCKET_IFNAME='nosuchif'") != std::string::npos);
+    ScopedEnv weft({{"WEFT_SOCKET_IFNAME", "lo"}});
+    REQUIRE(chooseLocalInterface(&interface).isOk());
+    CHECK(interface.name == "lo");
+  }
   SECTION("bad family") {
     ScopedEnv env({{"WEFT_SOCKET_IFNAME", "lo"}, {"WEFT_SOCKET_FAMILY", "AF_UNIX"}});
     Interface interface;
