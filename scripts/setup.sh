@@ -16,6 +16,7 @@ packages=(
   libpmix-dev                           # PMIx headers (libpmix itself is dlopen'ed)
   openmpi-bin libopenmpi-dev            # mpirun for the PMIx tests (cluster.mpi_job.openmpi),
                                         # mpicc for examples/mpi_allreduce.c (weft_mpi.h)
+  slurm-wlm                             # slurmctld, slurmd, srun for cluster.slurm.*
 )
 # The torch.distributed backend (bindings/torch) and its tests; WEFT_SETUP_NO_TORCH=1 skips them
 # (the backend is then not built).

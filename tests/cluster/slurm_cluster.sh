@@ -17,6 +17,9 @@
 #           naming it, srun exits non-zero, no process is left on any node
 #   readme  the README's recipe ("### Slurm" in "Running on a cluster"), as written there
 #   pmix    srun --mpi=pmix: weft's rendezvous through Slurm's PMIx server
+#   timing  (for perf/launch_time.sh, never by default) srun's launch to first collective: whole
+#           jobs of weft's minimal example, --mpi=none and --mpi=pmix alternating, TIMING_PPN
+#           (2) ranks per node, TIMING_ROUNDS (3) rounds; prints the median and the spread
 #
 # Slurm runs with auth/none (no munge), proctrack/linuxproc and task/none, each node declaring 2
 # CPUs. The daemons start once per run (about 1 s) and serve every case. Slurm's files
@@ -428,6 +431,27 @@ EOF
     sleep 0.1
   done
   [[ -z "$(programs_left)" ]] || fail "killed: processes left: $(programs_left)"
+}
+
+case_timing() {
+  local ppn=${TIMING_PPN:-2} rounds=${TIMING_ROUNDS:-3} nranks round mpi started
+  local -A seconds
+  nranks=$((${#hosts[@]} * ppn))
+  for ((round = 0; round < rounds; ++round)); do
+    for mpi in none pmix; do
+      started=$(date +%s.%N)
+      on "${hosts[0]}" "srun -N ${#hosts[@]} -n $nranks -O --mpi=$mpi $minimal" \
+        >"$dir/out/timing.txt" 2>&1 ||
+        { fail "timing: srun --mpi=$mpi: $(tail -n 5 "$dir/out/timing.txt")"; return; }
+      seconds[$mpi]+="$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.3f ", e - s }')"
+    done
+  done
+  for mpi in none pmix; do
+    printf '%s\n' ${seconds[$mpi]} | sort -n | awk -v name="srun --mpi=$mpi" -v shape="${#hosts[@]}x$ppn" '
+      { v[NR] = $1 }
+      END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            printf "| %s (%s) | %.2f | %.2f-%.2f |\n", name, shape, m, v[1], v[NR] }'
+  done
 }
 
 start_cluster

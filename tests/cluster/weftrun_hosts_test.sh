@@ -33,6 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=job_checks.sh
+source "$here/job_checks.sh"
 check_no_leftovers() {
   local left
   left="$(leftovers)"
@@ -53,14 +55,8 @@ echo "== weftrun -H node0:2,node1:2,node2:2 all_reduce_perf -c 1"
 started=$(date +%s.%N)
 run_on_node0 ok -H node0:2,node1:2,node2:2 "$program" -b 8 -e 1M -f 4 -c 1
 ((status == 0)) || { tail -30 "$work/ok.out" "$work/ok.log"; fail "the job exited $status"; }
-grep -q "Out of bounds values : 0 OK" "$work/ok.out" || { cat "$work/ok.out"; fail "wrong results"; }
-wrong="$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 && ($9 != 0 || $13 != 0)' "$work/ok.out")"
-[[ -z "$wrong" ]] || fail "rows with #wrong != 0: $wrong"
-grep -q "comm [^:]*: 6 ranks on 3 nodes, 2 per node, numbered node by node" "$work/ok.log" ||
-  { grep "INFO" "$work/ok.log" | head || true; fail "rank 0's log does not say 6 ranks on 3 nodes"; }
-hosts="$(awk '/^#  Rank/ { for (i = 1; i < NF; i++) if ($i == "on") print $(i + 1) }' "$work/ok.out" | sort | uniq -c | awk '{ print $2 "x" $1 }' | tr '\n' ' ')"
-[[ "$hosts" == "node0x2 node1x2 node2x2 " ]] || fail "ranks ran on '$hosts', not 2 on each node"
-echo "ok: #wrong 0, 6 ranks on 3 nodes ($hosts) in $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+check_perf_job "$work/ok.out" "$work/ok.log"
+echo "ok: #wrong 0, 6 ranks on 3 nodes ($job_hosts) in $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 
 echo "== weftrun --hostfile FILE, rank 5 on node2 killed mid-run"
 for node in node0 node1 node2; do echo "$node slots=2   # two ranks"; done >"$work/hosts"

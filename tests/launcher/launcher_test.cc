@@ -388,13 +388,17 @@ TEST_CASE("a program that does not exist gives 127", "[launcher]") {
   CHECK(in_path.status == 127);
 }
 
-TEST_CASE("SIGTERM to weftrun is forwarded to every rank", "[launcher]") {
-  TempDir dir;
-  // Each rank records the signal it got; "sleep & wait" lets the trap run as soon as it arrives.
-  WeftrunProcess process({"-n", "2", "sh", "-c",
-                          "cd " + dir.path() +
-                              "; trap 'echo TERM > got.$WEFT_RANK; exit 0' TERM; "
-                              "touch ready.$WEFT_RANK; sleep 60 & wait"});
+namespace {
+
+// Starts two ranks with the given placement arguments, sends SIGTERM to weftrun, and checks
+// that both ranks got it. Each rank records the signal; "sleep & wait" lets its trap run at once.
+void CheckSigtermReachesBothRanks(const TempDir& dir, std::vector<std::string> placement) {
+  std::vector<std::string> args = std::move(placement);
+  args.insert(args.end(), {"sh", "-c",
+                           "cd " + dir.path() +
+                               "; trap 'echo TERM > got.$WEFT_RANK; exit 0' TERM; "
+                               "touch ready.$WEFT_RANK; sleep 60 & wait"});
+  WeftrunProcess process(args);
   REQUIRE(WaitForFiles({dir.File("ready.0"), dir.File("ready.1")}));
   kill(process.pid(), SIGTERM);
   RunResult run = process.Wait();
@@ -402,6 +406,13 @@ TEST_CASE("SIGTERM to weftrun is forwarded to every rank", "[launcher]") {
   CHECK(run.elapsed_s < 10);
   CHECK(ReadFile(dir.File("got.0")) == "TERM\n");
   CHECK(ReadFile(dir.File("got.1")) == "TERM\n");
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM to weftrun is forwarded to every rank", "[launcher]") {
+  TempDir dir;
+  CheckSigtermReachesBothRanks(dir, {"-n", "2"});
 }
 
 TEST_CASE("SIGUSR1 is forwarded and the job goes on", "[launcher]") {
@@ -599,16 +610,6 @@ TEST_CASE("a host whose weftrun cannot run fails the job, named", "[launcher]") 
 
 TEST_CASE("SIGTERM to weftrun reaches the ranks on other hosts", "[launcher]") {
   TempDir dir;
-  std::string agent = WriteFakeAgent(dir);
-  WeftrunProcess process({"-H", "localhost:1,hostA:1", "--launch-agent", agent, "sh", "-c",
-                          "cd " + dir.path() +
-                              "; trap 'echo TERM > got.$WEFT_RANK; exit 0' TERM; "
-                              "touch ready.$WEFT_RANK; sleep 60 & wait"});
-  REQUIRE(WaitForFiles({dir.File("ready.0"), dir.File("ready.1")}));
-  kill(process.pid(), SIGTERM);
-  RunResult run = process.Wait();
-  CHECK(run.status == 128 + SIGTERM);
-  CHECK(run.elapsed_s < 10);
-  CHECK(ReadFile(dir.File("got.0")) == "TERM\n");
-  CHECK(ReadFile(dir.File("got.1")) == "TERM\n");
+  CheckSigtermReachesBothRanks(
+      dir, {"-H", "localhost:1,hostA:1", "--launch-agent", WriteFakeAgent(dir)});
 }
