@@ -238,13 +238,9 @@ bool applyFlag(int flag, const char* value, Options* o) {
       // padding from overflowing the allocation size.
       return parseIntInto(value, 0, 1 << 20, "-u", &o->unalign);
     case 'I':
-      return acceptOnlyOff(value, 0, "-I (--per_iter_timing)",
-                           "per-iteration timing is not supported yet (weft's requests carry no "
-                           "completion timestamps to time each iteration by)");
+      return parseIntInto(value, 0, 1, "-I", &o->perIterTiming);
     case 'K':
-      return acceptOnlyOff(value, 0, "-K (--per_iter_skip)",
-                           "it skips samples of -I per-iteration timing, which is not supported "
-                           "yet");
+      return parseIntInto(value, 0, kIntMax, "-K", &o->perIterSkip);
     case 'R':
       return acceptOnlyOff(value, 0, "-R (--local_register)",
                            "buffer registration is not supported yet (it comes with zero-copy)");
@@ -398,6 +394,21 @@ ParseResult parseOptions(int argc, char** argv, const char* programName, Options
   }
   if (options->onStream && !options->deviceMemory) {
     std::fprintf(stderr, "-s 1 (--stream): stream-ordered calls need -k device\n");
+    return ParseResult::kExitFailure;
+  }
+  // nccl-tests warns and turns -K off in these cases; weft refuses flags it would not honour.
+  if (options->perIterSkip >= options->iters) {
+    std::fprintf(stderr, "per-iteration skip (-K) must be between 0 and %d\n", options->iters - 1);
+    return ParseResult::kExitFailure;
+  }
+  if (options->perIterSkip > 0 && !options->perIterTiming) {
+    std::fprintf(stderr, "per-iteration skip (-K) requires per-iteration timing (-I 1)\n");
+    return ParseResult::kExitFailure;
+  }
+  if (options->perIterTiming && options->onStream && options->blocking == 0) {
+    std::fprintf(stderr,
+                 "-I 1 with -s 1 -z 0 is not supported: stream-ordered calls issued without "
+                 "waiting would need CUDA events to time each iteration; use -z 2 or -s 0\n");
     return ParseResult::kExitFailure;
   }
   if (options->minBytes > options->maxBytes) {

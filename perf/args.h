@@ -34,6 +34,8 @@ struct Options {
   std::string jsonPath;      // -J: nccl-tests' JSON results file; empty = none
   int reportTimestamps = 0;  // -S 0|1: a wall-clock timestamp at the end of each row
   int unalign = 0;           // -u: buffers start this many elements past their alignment
+  int perIterTiming = 0;     // -I 0|1: per-iteration times and their summary columns
+  int perIterSkip = 0;       // -K: leading iterations left out of the -I summary
   std::vector<std::string> commandLine;  // argv, for the JSON file's "args"
   // weft's own flags (nccl-tests always uses GPU buffers and a stream):
   // -k, --memory-kind host|device: buffers in cudaMalloc memory (env WEFT_PERF_MEMORY)

@@ -3,9 +3,14 @@
 one means: -J writes nccl-tests' JSON (version 3 layout) holding the sizes and times the table
 shows, never overwriting an earlier file; -M 1 prints the memory line with the buffers' bytes;
 -S 1 ends each row with a timestamp; -u shows in the preamble and keeps the results exact; the
-off values of the refused flags (-I 0 -K 0 -R 0 -D 0 -G 0) are accepted.
+off values of the refused flags (-R 0 -D 0 -G 0) and of -I/-K are accepted.
 
-usage: check_nccl_flags.py WEFTRUN ALL_REDUCE_PERF WORKDIR
+With "per_iter" it checks -I 1 -K 1 instead, in every -z mode on 2 processes x 2 threads: the
+preamble line, the header, four summary columns after each variant (before -S's timestamp) and
+the JSON per-iteration objects, whose summary must follow from their own times as nccl-tests
+computes it and whose times must be the largest of the per-process rows.
+
+usage: check_nccl_flags.py WEFTRUN ALL_REDUCE_PERF WORKDIR [per_iter]
 """
 import json
 import os
@@ -78,11 +83,96 @@ def check_json(path, rows, output):
         fail("JSON average_bus_bandwidth %r" % doc["average_bus_bandwidth"])
 
 
+PER_ITERS = 5
+PER_ITER_SKIP = 1
+PER_ITER_HEADER = ("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+                   "    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min"
+                   "    i_max    i_p99    i_cv%           timestamp\n")
+
+
+def close(text_value, json_value):
+    return abs(float(text_value) - json_value) <= 0.05 + 0.001 * abs(json_value)
+
+
+def expected_stats(times):
+    """nccl-tests' summary: upper median, nearest-rank percentiles, population deviation."""
+    ordered = sorted(times)
+    n = len(ordered)
+    avg = sum(ordered) / n
+    stdev = (sum((t - avg) ** 2 for t in ordered) / n) ** 0.5
+
+    def nearest_rank(percent):
+        return ordered[min(n - 1, (n * percent + 99) // 100 - 1)]
+    return {"min_us": ordered[0], "max_us": ordered[-1], "avg_us": avg, "p50_us": ordered[n // 2],
+            "p95_us": nearest_rank(95), "p99_us": nearest_rank(99), "stdev_us": stdev,
+            "cv_pct": stdev / avg * 100 if avg > 0 else 0}
+
+
+def check_per_iter_json(path, rows, output):
+    with open(path) as f:
+        doc = json.load(f)
+    config = doc["config"]
+    if config["per_iter_timing"] != "true" or config["per_iter_skip"] != PER_ITER_SKIP:
+        fail("JSON config per_iter_timing %r per_iter_skip %r" % (config["per_iter_timing"],
+                                                                  config["per_iter_skip"]))
+    for result, row in zip(doc["results"], rows):
+        keys = [k for k in result if "place" in k]
+        if keys != ["out_of_place", "out_of_place_per_iter", "in_place", "in_place_per_iter"]:
+            fail("JSON row keys %r, expected nccl-tests' order" % keys)
+        for variant, column in (("out_of_place_per_iter", 9), ("in_place_per_iter", 17)):
+            stats = result[variant]
+            times = stats["times_us"]
+            processes = stats["per_process_max_times_us"]
+            if stats["skipped_iterations"] != PER_ITER_SKIP or len(times) != PER_ITERS or \
+                    len(processes) != 2 or any(len(p) != PER_ITERS for p in processes):
+                fail("JSON %s %r: wrong skip or lengths" % (variant, stats))
+            if any(abs(t - max(p[i] for p in processes)) > 1e-3 for i, t in enumerate(times)):
+                fail("JSON %s times_us %r are not the per-iteration maxima of %r" %
+                     (variant, times, processes))
+            if not all(t > 0 for t in times):
+                fail("JSON %s has a non-positive time: %r" % (variant, times))
+            for name, value in expected_stats(times[PER_ITER_SKIP:]).items():
+                if abs(stats[name] - value) > 2e-3 + 1e-6 * abs(value):
+                    fail("JSON %s %s %r, expected %r from its times %r" %
+                         (variant, name, stats[name], value, times))
+            text = row[column:column + 4]
+            for value, name in zip(text, ["min_us", "max_us", "p99_us", "cv_pct"]):
+                if not close(value, stats[name]):
+                    fail("%s %s: text %s, JSON %r" % (variant, name, value, stats[name]), output)
+
+
+def check_per_iter(weftrun, perf, workdir):
+    for mode in ["0", "1", "2", "3"]:
+        path = os.path.join(workdir, "per_iter_z%s.json" % mode)
+        output = run(weftrun, perf, ["-t", "2", "-z", mode, "-n", str(PER_ITERS), "-I", "1",
+                                     "-K", str(PER_ITER_SKIP), "-S", "1", "-J", path])
+        if "# Per-Iteration Report: host clock timing; i_* uses max over process rows; summary " \
+                "skips first %d iterations \n" % PER_ITER_SKIP not in output:
+            fail("-I 1 -K %d: no per-iteration preamble line" % PER_ITER_SKIP, output)
+        if PER_ITER_HEADER not in output or "out-of-place (+ per-iteration)" not in output:
+            fail("-I 1: not nccl-tests' per-iteration header", output)
+        rows = table_rows(output)
+        for row in rows:
+            if len(row) != 23 or row[8] != "0" or row[16] != "0" or \
+                    not re.fullmatch(r"\d{4}-\d\d-\d\d", row[21]):
+                fail("-I 1 -S 1 -z %s: row %r is not 21 columns and a timestamp" % (mode, row),
+                     output)
+            for first in (9, 17):
+                low, high, p99 = (float(v) for v in row[first:first + 3])
+                if not 0 <= low <= p99 <= high:
+                    fail("-I 1 -z %s: i_min <= i_p99 <= i_max fails in %r" % (mode, row), output)
+        check_per_iter_json(path, rows, output)
+    print("OK")
+
+
 def main():
     weftrun, perf, workdir = sys.argv[1:4]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     path = os.path.join(workdir, "results.json")
+    if sys.argv[4:] == ["per_iter"]:
+        check_per_iter(weftrun, perf, workdir)
+        return
 
     # Short forms, with the memory report, timestamps, misalignment and the refused flags' off
     # values.

@@ -12,6 +12,7 @@
 #include "args.h"
 #include "data.h"
 #include "device_memory.h"
+#include "iteration_stats.h"
 #include "json_report.h"
 #include "launch.h"
 #include "memory_report.h"
@@ -153,18 +154,24 @@ struct Timing {
   double cpuSeconds;  // per call, until issued (-C)
 };
 
-// Runs iters x agg calls in the -z mode and times them.
-Timing runCalls(Rank& r, const Point& p, bool inPlace, int iters, int agg) {
+// Runs iters x agg calls in the -z mode and times them; -I 1 passes `perIter` to get the time of
+// each iteration too (per call).
+Timing runCalls(Rank& r, const Point& p, bool inPlace, int iters, int agg,
+                std::vector<double>* perIter = nullptr) {
   const int mode = r.opts.blocking;
   const bool async = mode == 0;
   const size_t slots = size_t(iters) * size_t(agg) * kMaxRequestsPerCall;
   if (async) std::fill(r.requests.begin(), r.requests.begin() + long(slots), nullptr);
   watchdog::Scope batch(async);  // async: all calls complete in one wait, as in nccl-tests
   const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<IterationClock> clock;
+  if (perIter) clock = std::make_unique<IterationClock>(iters, start);
   double outsideBarriers = 0;  // -z 3 times the calls only
   for (int i = 0; i < iters; ++i) {
-    // Only -z 3 needs per-iteration times; the clock is not free next to a sub-microsecond call.
+    // Without -I only -z 3 needs per-iteration times; the clock is not free next to a
+    // sub-microsecond call.
     const auto iterStart = mode == 3 ? std::chrono::steady_clock::now() : start;
+    if (clock && mode == 3) clock->markBegin(i);
     if (async && agg > 1) PERF_CHECK(weftGroupStart());
     for (int a = 0; a < agg; ++a) {
       const int call = i * agg + a;
@@ -179,18 +186,22 @@ Timing runCalls(Rank& r, const Point& p, bool inPlace, int iters, int agg) {
       }
     }
     if (async && agg > 1) PERF_CHECK(weftGroupEnd());
+    if (clock && async) clock->poll(r.requests.data(), size_t(agg) * kMaxRequestsPerCall, i + 1);
+    if (clock && !async) clock->markEnd(i);
     if (mode == 3) {
       outsideBarriers += secondsSince(iterStart);
       barrier(r);
     }
   }
   const double issued = secondsSince(start);
+  if (clock && async) clock->waitAll(r.requests.data(), size_t(agg) * kMaxRequestsPerCall, iters);
   for (size_t i = 0; async && i < slots; ++i) {
     if (r.requests[i] != nullptr) PERF_CHECK(weftWait(&r.requests[i], -1));
   }
   if (async && r.stream) synchronizeStream(r.stream);
   const double calls = double(iters) * agg;
   const double completed = mode == 3 ? outsideBarriers : secondsSince(start);
+  if (clock) *perIter = clock->secondsPerCall(agg);
   return {completed / calls, (mode == 3 ? outsideBarriers : issued) / calls};
 }
 
@@ -247,12 +258,17 @@ void benchVariant(Rank& r, const Point& p, bool inPlace) {
   // One untimed call and a barrier line the ranks up before the clock starts.
   runCalls(r, p, inPlace, 1, 1);
   barrier(r);
-  const Timing timing = runCalls(r, p, inPlace, r.opts.iters, r.opts.aggIters);
+  std::vector<double> perIter;
+  const Timing timing = runCalls(r, p, inPlace, r.opts.iters, r.opts.aggIters,
+                                 r.opts.perIterTiming ? &perIter : nullptr);
   const double seconds = combineTime(r, timing.seconds);
   double algBw = 0;
   double busBw = 0;
   computeBandwidth(r.test.bw, p.counts.param, p.eltSize, seconds, r.nranks, &algBw, &busBw);
   const int64_t wrong = checkVariant(r, p, inPlace);
+  IterTimes iterTimes;
+  if (r.opts.perIterTiming)
+    iterTimes = combineIterTimes(r.comm, r.nranks, r.opts.nThreads, perIter);
   if (wrong > 0) ++r.failedChecks;
   r.busBwSum += busBw;
   ++r.variants;
@@ -261,6 +277,13 @@ void benchVariant(Rank& r, const Point& p, bool inPlace) {
     printRowVariant(reported * 1e6, algBw, busBw, wrong);
     if (r.json)
       r.json->writeVariant(!inPlace, r.opts.reportCpuTime, reported * 1e6, algBw, busBw, wrong);
+    if (r.opts.perIterTiming) {
+      const int skip = r.opts.perIterSkip;
+      const IterStats stats = computeIterStats({iterTimes.max.begin() + skip, iterTimes.max.end()});
+      printIterStats(stats);
+      if (r.json)
+        r.json->writeIterStats(!inPlace, skip, stats, iterTimes.max, iterTimes.perProcess);
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <ctime>
+#include <utility>
 
 extern char** environ;
 
@@ -92,9 +93,9 @@ void JsonReport::writeConfig(const Options& o, const std::vector<RankInfo>& rank
   key("blocking_collectives");
   string(o.blocking ? "true" : "false");
   key("per_iter_timing");
-  string("false");
+  string(o.perIterTiming ? "true" : "false");
   key("per_iter_skip");
-  integer(0);
+  integer(o.perIterSkip);
   key("parallel_init");
   string(o.parallelInit ? "true" : "false");
   key("devices");
@@ -159,6 +160,38 @@ void JsonReport::writeVariant(bool outOfPlace, bool cpuTime, double timeUsec, do
     null();
   }
   endObject();
+}
+
+void JsonReport::writeIterStats(bool outOfPlace, int skipped, const IterStats& stats,
+                                const std::vector<double>& seconds,
+                                const std::vector<std::vector<double>>& perProcess) {
+  key(outOfPlace ? "out_of_place_per_iter" : "in_place_per_iter");
+  beginObject();
+  key("skipped_iterations");
+  integer(skipped);
+  const std::pair<const char*, double> summary[] = {
+      {"min_us", stats.min * 1e6},     {"max_us", stats.max * 1e6},  {"avg_us", stats.avg * 1e6},
+      {"p50_us", stats.p50 * 1e6},     {"p95_us", stats.p95 * 1e6},  {"p99_us", stats.p99 * 1e6},
+      {"stdev_us", stats.stdev * 1e6}, {"cv_pct", stats.cvPercent()}};
+  for (const auto& [name, value] : summary) {
+    key(name);
+    number(value);
+  }
+  key("times_us");
+  microseconds(seconds);
+  if (!perProcess.empty()) {
+    key("per_process_max_times_us");
+    beginList();
+    for (const std::vector<double>& row : perProcess) microseconds(row);
+    endList();
+  }
+  endObject();
+}
+
+void JsonReport::microseconds(const std::vector<double>& seconds) {
+  beginList();
+  for (double s : seconds) number(s * 1e6);
+  endList();
 }
 
 void JsonReport::endRow(int iterations) {

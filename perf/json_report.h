@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "args.h"
+#include "iteration_stats.h"
 #include "report.h"
 
 namespace weft::perf {
@@ -34,6 +35,12 @@ class JsonReport {
   // wrong < 0: not checked (null).
   void writeVariant(bool outOfPlace, bool cpuTime, double timeUsec, double algBw, double busBw,
                     int64_t wrong);
+  // -I 1: after a variant, "out_of_place_per_iter" or "in_place_per_iter": the summary (over the
+  // iterations after `skipped`), every iteration's time and, with more than one process, each
+  // process's (perProcess, empty otherwise), as nccl-tests writes them.
+  void writeIterStats(bool outOfPlace, int skipped, const IterStats& stats,
+                      const std::vector<double>& seconds,
+                      const std::vector<std::vector<double>>& perProcess);
   void endRow(int iterations);
   // Closes "results", writes out_of_bounds, average_bus_bandwidth, errors, end_time; closes.
   void finish(int failedChecks, double avgBusBw, double minBw);
@@ -50,6 +57,7 @@ class JsonReport {
   void integer(long long value);
   void number(double value);
   void null();
+  void microseconds(const std::vector<double>& seconds);  // a list, converted from seconds
 
   std::FILE* file_ = nullptr;
   // One entry per open object or list: whether it holds an element yet (a comma comes first).

@@ -17,6 +17,24 @@ void flushOut() {
   std::fflush(stdout);
 }
 
+// -I 1: the table header with the four summary columns after each variant, as nccl-tests.
+void printIterHeader(const char* time, int stampWidth, const char* stampLabel,
+                     const char* stampFormat) {
+  std::printf(
+      "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)"
+      "                                in-place (+ per-iteration)\n",
+      "", "", "", "", "");
+  const char* row =
+      "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
+      "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s\n";
+  std::printf(row, "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong",
+              "i_min", "i_max", "i_p99", "i_cv%", time, "algbw", "busbw", "#wrong", "i_min",
+              "i_max", "i_p99", "i_cv%", stampWidth, stampLabel);
+  std::printf(row, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)",
+              "(us)", "(%)", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+              stampWidth, stampFormat);
+}
+
 }  // namespace
 
 std::string formatValue(double value, int width) {
@@ -48,6 +66,12 @@ void printPreamble(const char* programName, int libraryVersion, const Options& o
         "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes "
         "barrier \n");
   }
+  if (o.perIterTiming) {
+    // nccl-tests' line, with weft's clock in place of its CUDA events.
+    std::printf("# Per-Iteration Report: host clock timing; i_* uses max over process rows");
+    if (o.perIterSkip) std::printf("; summary skips first %d iterations", o.perIterSkip);
+    std::printf(" \n");
+  }
   std::printf("#\n# Using devices\n");
   for (const RankInfo& r : ranks) {
     std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [cpu] CPU\n", r.rank, 0, r.pid,
@@ -64,6 +88,11 @@ void printPreamble(const char* programName, int libraryVersion, const Options& o
   const char* stampLabel = o.reportTimestamps ? "timestamp" : "";
   const char* stampFormat = o.reportTimestamps ? kTimestampFormat : "";
   std::printf("#\n");
+  if (o.perIterTiming) {
+    printIterHeader(time, stampWidth, stampLabel, stampFormat);
+    flushOut();
+    return;
+  }
   std::printf(
       "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
       "          \n",

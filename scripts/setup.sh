@@ -17,6 +17,9 @@ packages=(
   openmpi-bin libopenmpi-dev            # mpirun for the PMIx tests (cluster.mpi_job.openmpi),
                                         # mpicc for examples/mpi_allreduce.c (weft_mpi.h)
   slurm-wlm                             # slurmctld, slurmd, srun for cluster.slurm.*
+  dpkg-dev lintian                      # the Debian packages' dependencies (dpkg-shlibdeps)
+                                        # and their report in install.deb
+  abigail-tools                         # abidw/abidiff for the ABI check (install.abi)
 )
 # The torch.distributed backend (bindings/torch) and its tests; WEFT_SETUP_NO_TORCH=1 skips them
 # (the backend is then not built).

@@ -10,7 +10,7 @@
         gathered = req.wait()
 
 Buffers are any objects with the buffer protocol (numpy arrays, memoryview, bytearray,
-array.array; a torch CPU tensor through t.numpy()); their format gives the datatype. Errors are
+array.array) or DLPack (torch CPU tensors, bfloat16 included); their format gives the datatype. Errors are
 WeftError subclasses carrying weft's message. docs/PYTHON.md is the reference.
 """
 

@@ -1,4 +1,4 @@
-"""Buffers: any object exposing the buffer protocol, held for as long as weft may touch it.
+"""Buffers: any object exposing the buffer protocol or DLPack, held while weft may touch it.
 
 A Buffer takes the object's buffer with PyObject_GetBuffer (as C extensions do), which gives the
 address of read-only memory as well, and pins it: a bytearray cannot be resized and a numpy
@@ -10,6 +10,7 @@ dtypes export theirs), so float16 ('e'), int8 ('b') and friends map directly to 
 import ctypes
 import sys
 
+from ._dlpack import DLPackTensor
 from ._errors import InvalidArgumentError
 
 _PyBUF_WRITABLE = 0x0001
@@ -79,6 +80,7 @@ class Buffer:
     def __init__(self, obj, where, writable):
         self.obj = obj
         self._view = None
+        self._tensor = None  # a DLPack tensor, when the object has no buffer protocol
         if obj is None:
             raise InvalidArgumentError(f"{where}: is None")
         view = _PyBuffer()
@@ -86,10 +88,13 @@ class Buffer:
         try:
             ctypes.pythonapi.PyObject_GetBuffer(obj, ctypes.byref(view), flags)
         except (TypeError, BufferError) as e:
+            if hasattr(obj, "__dlpack__"):  # a torch tensor, say: no buffer protocol
+                self._take_dlpack(obj, where)
+                return
             raise InvalidArgumentError(
-                f"{where}: {type(obj).__name__} does not expose the buffer protocol ({e}); pass "
-                "a numpy array, memoryview, bytearray or array.array (a torch CPU tensor: "
-                "t.numpy())") from None
+                f"{where}: {type(obj).__name__} offers neither the buffer protocol ({e}) nor "
+                "DLPack; pass a numpy array, memoryview, bytearray, array.array or a CPU "
+                "tensor") from None
         self._view = view
         try:
             if writable and view.readonly:
@@ -113,6 +118,12 @@ class Buffer:
             self.release()
             raise
 
+    def _take_dlpack(self, obj, where):
+        # DLPack has no read-only flag: a producer that hands out a tensor lets it be written.
+        self._tensor = DLPackTensor(obj, where, sys.modules[__name__])
+        for name in ("datatype", "address", "nbytes", "itemsize", "count"):
+            setattr(self, name, getattr(self._tensor, name))
+
     def offset(self, elements):
         """The address `elements` elements into the buffer."""
         return self.address + elements * self.itemsize
@@ -122,6 +133,9 @@ class Buffer:
         if self._view is not None:
             _api.PyBuffer_Release(ctypes.byref(self._view))
             self._view = None
+        if self._tensor is not None:
+            self._tensor.release()
+            self._tensor = None
 
     def __del__(self):
         self.release()

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Checks libweft.so.0's ABI against the checked-in baseline, abi/libweft.so.0.abi (libabigail's
+# abidw/abidiff; Debian: abigail-tools). Only what include/weft/ declares counts.
+#   scripts/abi_check.sh            build build-abi/ (RelWithDebInfo, the library only) and compare
+#   scripts/abi_check.sh --update   rewrite the baseline from that build, to commit deliberately
+# Exit status: 0 compatible (additions are reported, and pass), 1 a removal or a change of a public
+# type or signature (or a failure), 77 abigail-tools is not installed.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${WEFT_ABI_BUILD_DIR:-$root/build-abi}"
+baseline="$root/abi/libweft.so.0.abi"
+suppressions="$root/abi/private_types.suppr"
+update=0
+[[ "${1:-}" == --update ]] && update=1
+for tool in abidw abidiff; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "abi check skipped: $tool not found (apt-get install abigail-tools)"
+    exit 77
+  fi
+done
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_BUILD_TESTS=OFF \
+  -DWEFT_BUILD_PERF=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_TOOLS=OFF -DWEFT_CUDA=OFF \
+  -DWEFT_TORCH=OFF >/dev/null
+cmake --build "$build" -j "${WEFT_JOBS:-2}" --target weft >/dev/null
+library="$build/libweft.so.0"
+current="$build/libweft.so.0.abi"
+
+# The ABI as libweft's users see it: only what include/weft/ declares; the internals behind the
+# opaque handles are dropped (abi/private_types.suppr). No line numbers or checkout paths: the
+# file changes only when the ABI does. The baseline and the build are both written this way and
+# compared as XML.
+abidw --headers-dir "$root/include/weft" --drop-private-types --suppressions "$suppressions" \
+  --no-corpus-path --no-comp-dir-path --no-show-locs --out-file "$current" "$library"
+sed -i "s|path='$root/|path='|" "$current"
+if ((update)); then
+  cp "$current" "$baseline"
+  echo "abi check: wrote ${baseline#"$root"/}; commit it with the change that altered the ABI"
+  exit 0
+fi
+
+status=0
+report="$build/abidiff.txt"
+abidiff --no-show-locs "$baseline" "$current" >"$report" || status=$?
+cat "$report"
+# abidiff's status is a bit mask: 1 error, 2 usage, 4 the ABI changed, 8 incompatibly. Bit 8 is
+# set for removed functions and variables only: a changed layout or signature of a public type is
+# bit 4, as an addition is, so the summary lines tell them apart.
+summary='s/^(Functions|Variables) changes summary: ([0-9]+) Removed, ([0-9]+) Changed.*/\2 \3/p'
+changed="$(sed -nE "$summary" "$report" | tr ' ' '\n' | grep -vcx 0 || true)"
+if ((status & 3)); then
+  echo "abi check: abidiff failed (status $status)"
+  exit 1
+elif ((status & 8 || (status & 4 && changed))); then
+  echo "abi check: FAILED, libweft.so.0's ABI changed (above): something public was removed or"
+  echo "changed its layout or signature. Keep the old ABI (add functions instead), or, when the"
+  echo "change is meant (a break also bumps WEFT_VERSION_MAJOR, the soname), record the new"
+  echo "baseline deliberately: scripts/abi_check.sh --update, committed with the change."
+  exit 1
+elif ((status & 4)); then
+  echo "abi check: additions to the ABI (above), compatible. Record them in the baseline knowingly:"
+  echo "scripts/abi_check.sh --update, committed with the change."
+fi
+echo "abi check: libweft.so.0 is compatible with ${baseline#"$root"/}"
