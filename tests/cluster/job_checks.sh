@@ -16,3 +16,16 @@ check_perf_job() {
   [[ "$job_hosts" == "node0x2 node1x2 node2x2 " ]] ||
     fail "ranks ran on '$job_hosts', not 2 on each of node0 node1 node2"
 }
+
+# readme_recipes README HEADING APP PREFIX: writes each sh block under the README's heading (any
+# level, exact text) to PREFIX.1.sh, PREFIX.2.sh, ..., with ./app replaced by APP, so that a test
+# runs the recipes exactly as the README gives them.
+readme_recipes() {
+  local readme=$1 heading=$2 app=$3 prefix=$4
+  awk -v heading="$heading" -v prefix="$prefix" '
+    /^#+ / { inside = ($0 == heading) }
+    inside && /^```sh$/ { file = prefix "." (++n) ".sh"; next }
+    inside && /^```$/ { file = ""; next }
+    file != "" { print > file }' "$readme"
+  sed -i "s|\./app|$app|g" "$prefix".*.sh 2>/dev/null || true
+}

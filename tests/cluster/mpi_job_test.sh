@@ -58,19 +58,15 @@ echo "== $launcher: the README's recipe, as written"
 # environment, so the command stays as written.
 heading="### Open MPI"
 [[ "$launcher" == hydra ]] && heading="### MPICH and Intel MPI (Hydra)"
-awk -v heading="$heading" '
-  /^#+ / { inside = ($0 == heading) }
-  inside && /^```sh$/ && !done { copying = 1; next }
-  copying && /^```$/ { copying = 0; done = 1; next }
-  copying { print }' "$here/../../README.md" >"$work/readme.sh"
-[[ -s "$work/readme.sh" ]] || fail "no sh block under '$heading' in README.md"
-sed -i "s|\./app|$(dirname "$(dirname "$perf")")/examples/minimal|g" "$work/readme.sh"
+readme_recipes "$here/../../README.md" "$heading" "$(dirname "$(dirname "$perf")")/examples/minimal" \
+  "$work/readme"
+[[ -s "$work/readme.1.sh" ]] || fail "no sh block under '$heading' in README.md"
 status=0
 "$here/ns_exec.sh" "${CLUSTER_HOSTNAMES%% *}" "cd $work && OMPI_ALLOW_RUN_AS_ROOT=1 \
   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=$here/ns_exec.sh \
-  HYDRA_LAUNCHER=ssh HYDRA_LAUNCHER_EXEC=$here/ns_exec.sh sh $work/readme.sh" \
+  HYDRA_LAUNCHER=ssh HYDRA_LAUNCHER_EXEC=$here/ns_exec.sh sh $work/readme.1.sh" \
   >"$work/readme.out" 2>&1 || status=$?
-((status == 0)) || { cat "$work/readme.sh"; tail -20 "$work/readme.out"; fail "the README's recipe exited $status"; }
+((status == 0)) || { cat "$work/readme.1.sh"; tail -20 "$work/readme.out"; fail "the README's recipe exited $status"; }
 count=$(grep -c "sum of ranks = 15 (expected 15)" "$work/readme.out" || true)
 ((count == 6)) || { cat "$work/readme.out"; fail "the README's recipe ran $count of 6 ranks"; }
 echo "ok: the README's recipe ran 6 ranks"

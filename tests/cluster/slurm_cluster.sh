@@ -33,6 +33,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+# shellcheck source=job_checks.sh
+source "$here/job_checks.sh"  # readme_recipes
 
 skip() { echo "SKIP: $*"; exit 77; }
 note() { echo "slurm: $*" >&2; }
@@ -351,13 +353,8 @@ case_pmix() {
 # with weft's minimal example as ./app; the first runs on node0, the second is an sbatch script.
 case_readme() {
   local blocks="$dir/out/readme" status=0
-  awk -v prefix="$blocks" '
-    /^#+ / { inside = ($0 == "### Slurm") }
-    inside && /^```sh$/ { file = prefix "." (++n) ".sh"; next }
-    inside && /^```$/ { file = ""; next }
-    file != "" { print > file }' "$repo/README.md"
+  readme_recipes "$repo/README.md" "### Slurm" "$minimal" "$blocks"
   [[ -s "$blocks.1.sh" && -s "$blocks.2.sh" ]] || { fail "readme: no two sh blocks in the Slurm section"; return; }
-  sed -i "s|\./app|$minimal|g" "$blocks.1.sh" "$blocks.2.sh"
   on "${hosts[0]}" "cd $dir/out && sh $blocks.1.sh" >"$blocks.1.txt" 2>&1 || status=$?
   ((status == 0)) || fail "readme: the srun recipe exited with status $status: $(tail -n 8 "$blocks.1.txt")"
   expect_in "$blocks.1.txt" '^rank 3 of 4: sum of ranks = 6 \(expected 6\)$' "readme: srun"

@@ -71,15 +71,11 @@ check_perf_job "$work/perf.out" "$work/perf.log"
 echo "ok: #wrong 0, 6 ranks on 3 nodes ($job_hosts)"
 
 echo "== torchrun: the README's recipe, as written, on every node"
-awk '/^#+ / { inside = ($0 == "### torchrun") }
-  inside && /^```sh$/ && !done { copying = 1; next }
-  copying && /^```$/ { copying = 0; done = 1; next }
-  copying { print }' "$source/README.md" >"$work/readme.sh"
-[[ -s "$work/readme.sh" ]] || fail "no sh block under '### torchrun' in README.md"
-sed -i "s|\./app|$build/examples/minimal|g" "$work/readme.sh"
+readme_recipes "$source/README.md" "### torchrun" "$build/examples/minimal" "$work/readme"
+[[ -s "$work/readme.1.sh" ]] || fail "no sh block under '### torchrun' in README.md"
 agents=()
 for i in "${!hosts[@]}"; do
-  "$here/ns_exec.sh" "${hosts[i]}" "PATH=$(dirname "$python"):\$PATH sh $work/readme.sh" \
+  "$here/ns_exec.sh" "${hosts[i]}" "PATH=$(dirname "$python"):\$PATH sh $work/readme.1.sh" \
     >"$work/readme.node$i.out" 2>&1 &
   agents+=($!)
 done

@@ -9,12 +9,11 @@ request's wait() must raise AbortedError, and a further call must raise InvalidU
 communicator is gone). Rank 1 joins later and must get a weft.WeftError, not a hang.
 """
 
-import argparse
 import sys
 import threading
 import time
 
-from weft_ranks import launch, numpy_or_skip, rank_launcher
+from weft_ranks import launch, numpy_or_skip, rank_launcher, rank_parser
 
 ABORT_AFTER_S = 0.3
 DEADLINE_S = 2.0
@@ -82,11 +81,7 @@ def rank_main(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nranks", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=30)
-    parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    parser = rank_parser(__doc__, timeout=30, nranks=2)
     args = parser.parse_args()
     if args.rank is not None:
         return rank_main(args)

@@ -10,13 +10,12 @@ that the GIL is released while a call waits, and argument errors (named argument
 still usable). Exit 77 (skip) without numpy.
 """
 
-import argparse
 import array
 import sys
 import threading
 import time
 
-from weft_ranks import launch, numpy_or_skip, rank_launcher
+from weft_ranks import launch, numpy_or_skip, rank_launcher, rank_parser
 
 DTYPES = ("float32", "float64", "float16", "int8", "uint8", "int32", "uint32", "int64",
           "uint64")
@@ -325,11 +324,7 @@ def rank_main(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nranks", type=int, required=True)
-    parser.add_argument("--timeout", type=float, default=60)
-    parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    parser = rank_parser(__doc__, timeout=60)
     args = parser.parse_args()
     if args.rank is not None:
         return rank_main(args)

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from weft_ranks import launch, numpy_or_skip, rank_launcher
+from weft_ranks import launch, numpy_or_skip, rank_launcher, rank_parser
 
 DEADLINE_S = 2.0
 DYING_EXIT = 3
@@ -97,11 +97,7 @@ def rank_main(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nranks", type=int, required=True)
-    parser.add_argument("--timeout", type=float, default=30)
-    parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    parser = rank_parser(__doc__, timeout=30)
     parser.add_argument("--ready-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.nranks < 2:

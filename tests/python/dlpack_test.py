@@ -10,10 +10,9 @@ InvalidArgumentError naming the argument, the communicator still working after i
 (skipped) when torch cannot be imported.
 """
 
-import argparse
 import sys
 
-from weft_ranks import SKIP, launch, rank_launcher
+from weft_ranks import SKIP, launch, rank_launcher, rank_parser
 
 
 class CheckFailed(AssertionError):
@@ -76,11 +75,7 @@ def rank_main(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nranks", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=60)
-    parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    parser = rank_parser(__doc__, timeout=60, nranks=2)
     args = parser.parse_args()
     if args.rank is not None:
         return rank_main(args)

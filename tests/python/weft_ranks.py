@@ -5,6 +5,7 @@ starts N ranks of a script on 127.0.0.1 with torchrun's variables (RANK, WORLD_S
 MASTER_ADDR, MASTER_PORT), which weft.Comm.from_env() reads.
 """
 
+import argparse
 import os
 import sys
 
@@ -27,6 +28,17 @@ def launch(script, nranks, timeout, name, extra_args=(), expected_exit=None):
     return rank_launcher.launch(script, nranks, timeout, name, extra_args, expected_exit)
 
 
+def rank_parser(doc, timeout, nranks=None):
+    """The arguments every test script takes: --nranks (required unless given a default) and
+    --timeout for the parent, and --rank and --parent-pid, which the launcher adds for a rank."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--nranks", type=int, default=nranks, required=nranks is None)
+    parser.add_argument("--timeout", type=float, default=timeout)
+    parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    return parser
+
+
 def numpy_or_skip(name):
     """Exits with SKIP when numpy is missing (the module itself does not need it)."""
     try:
@@ -36,4 +48,4 @@ def numpy_or_skip(name):
         sys.exit(SKIP)
 
 
-__all__ = ["SKIP", "launch", "numpy_or_skip", "rank_launcher"]
+__all__ = ["SKIP", "launch", "numpy_or_skip", "rank_launcher", "rank_parser"]
