@@ -73,11 +73,11 @@ echo "ok: the README's recipe ran 6 ranks"
 
 echo "== $launcher: rank 5 on node2 killed mid-run"
 status=0
-"${run[@]}" "$here/kill_rank.sh" 5 2 "$program" -b 256K -e 256K -n 1000000 -w 0 -c 0 \
+"${run[@]}" "$here/kill_rank.sh" --record "$work/kill.record" 5 2 "$program" -b 256K -e 256K -n 1000000 -w 0 -c 0 \
   >"$work/kill.log" 2>&1 || status=$?
 ended=$(date +%s.%N)
 ((status != 0)) || fail "the job exited 0 though rank 5 was killed"
-killed="$(sed -n 's/^kill_rank: killed rank 5 on \([^ ]*\) at \([0-9.]*\)$/\1 \2/p' "$work/kill.log")"
+killed="$(sed -n 's/^kill_rank: killed rank 5 on \([^ ]*\) at \([0-9.]*\)$/\1 \2/p' "$work/kill.record")"
 [[ -n "$killed" ]] || { tail -20 "$work/kill.log"; fail "rank 5 was never killed"; }
 read -r killed_host killed_at <<<"$killed"
 [[ "$killed_host" == node2 ]] || fail "rank 5 ran on $killed_host, not node2"
