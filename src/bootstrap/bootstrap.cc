@@ -1,13 +1,12 @@
 #include "bootstrap/bootstrap.h"
 
-#include <poll.h>
 #include <sys/socket.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "base/log.h"
 #include "bootstrap/rendezvous_wire.h"
+#include "bootstrap/ring_exchange.h"
 #include "net/acceptor.h"
 #include "net/socket.h"
 #include "net/wire.h"
@@ -23,72 +22,16 @@ std::string rankName(int rank) {
   return "rank " + std::to_string(rank);
 }
 
-// One direction of an exchange: a buffer and the peer it goes to or comes from.
-struct Transfer {
-  int fd;
-  uint8_t* data;
-  size_t left;
-  int peer;
-};
-
-// Sends to one neighbour while receiving from the other, so that neither direction waits for the
-// other to drain (sequential send-then-receive deadlocks once a block exceeds the socket buffers).
-Status exchange(Transfer out, Transfer in, Deadline deadline) {
-  while (out.left > 0 || in.left > 0) {
-    bool progress = false;
-    if (out.left > 0) {
-      ssize_t n = send(out.fd, out.data, out.left, MSG_NOSIGNAL);
-      if (n > 0) {
-        out.data += n;
-        out.left -= static_cast<size_t>(n);
-        progress = true;
-      } else if (errno == EPIPE || errno == ECONNRESET) {
-        return remoteError(rankName(out.peer) + " closed the connection");
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return systemError("sending to " + rankName(out.peer), errno);
-      }
-    }
-    if (in.left > 0) {
-      ssize_t n = recv(in.fd, in.data, in.left, 0);
-      if (n > 0) {
-        in.data += n;
-        in.left -= static_cast<size_t>(n);
-        progress = true;
-      } else if (n == 0 || errno == ECONNRESET) {
-        return remoteError(rankName(in.peer) + " closed the connection");
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return systemError("receiving from " + rankName(in.peer), errno);
-      }
-    }
-    if (progress || (out.left == 0 && in.left == 0)) continue;
-    pollfd fds[2];
-    nfds_t count = 0;
-    if (out.left > 0) fds[count++] = pollfd{out.fd, POLLOUT, 0};
-    if (in.left > 0) fds[count++] = pollfd{in.fd, POLLIN, 0};
-    int rc = poll(fds, count, deadline.remainingMs());
-    if (rc == 0) {
-      std::string what;
-      if (out.left > 0) what = std::to_string(out.left) + " bytes to " + rankName(out.peer);
-      if (in.left > 0) {
-        what += (what.empty() ? "" : " and ") + std::to_string(in.left) + " bytes from " +
-                rankName(in.peer);
-      }
-      return timeoutError(what + " still pending at the deadline");
-    }
-    if (rc < 0 && errno != EINTR) return systemError("poll", errno);
-  }
-  return Status::ok();
-}
-
 class RingBootstrap final : public Bootstrap {
  public:
   RingBootstrap(int rank, int nranks, const net::Secret& secret)
       : rank_(rank), nranks_(nranks), secret_(secret) {}
   ~RingBootstrap() override { close(); }
 
-  Status rendezvous(const UniqueIdContents& id, const std::string& description,
-                    const net::SocketAddress& ringAddress, Deadline deadline);
+  Status rendezvous(const UniqueIdContents& id, const net::SocketAddress& ringAddress,
+                    Deadline deadline);
   Status formRing(const net::Socket& listener, Deadline deadline);
+  Status gatherDescriptions(const std::string& mine, Deadline deadline);
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
@@ -109,20 +52,21 @@ class RingBootstrap final : public Bootstrap {
   Status connectNext(Deadline deadline);
   Status acceptPrev(const net::Socket& listener, Deadline deadline);
   Status ringAllgather(const void* mine, size_t bytes, void* all, Deadline deadline);
+  Status ringGatherDescriptions(Deadline deadline);
 
   const int rank_;
   const int nranks_;
   const net::Secret secret_;
   uint64_t commId_ = 0;
   std::vector<std::string> descriptions_;
-  std::vector<net::SocketAddress> ring_;
-  net::Socket next_;  // we connected to rank+1 and send on it
-  net::Socket prev_;  // rank-1 connected to us; we receive on it
+  net::SocketAddress nextAddress_;  // where rank+1 listens, from the root
+  net::Socket next_;                // we connected to rank+1 and send on it
+  net::Socket prev_;                // rank-1 connected to us; we receive on it
   bool closed_ = false;
 };
 
-Status RingBootstrap::rendezvous(const UniqueIdContents& id, const std::string& description,
-                                 const net::SocketAddress& ringAddress, Deadline deadline) {
+Status RingBootstrap::rendezvous(const UniqueIdContents& id, const net::SocketAddress& ringAddress,
+                                 Deadline deadline) {
   const std::string root = "rendezvous with the root at " + id.root.toString();
   net::Socket socket;
   // The root may not be listening yet (environment mode); connectTo retries until the deadline.
@@ -134,24 +78,20 @@ Status RingBootstrap::rendezvous(const UniqueIdContents& id, const std::string& 
   join.rank = static_cast<uint32_t>(rank_);
   join.nranks = static_cast<uint32_t>(nranks_);
   join.ring = ringAddress;
-  join.descriptionBytes = static_cast<uint32_t>(description.size());
-  WEFT_TRY(rendezvous::sendJoin(socket.fd(), join, description, deadline).withContext(root));
+  WEFT_TRY(rendezvous::sendJoin(socket.fd(), join, deadline).withContext(root));
 
-  rendezvous::Table table;
-  WEFT_TRY(rendezvous::readReply(socket.fd(), join.nranks, deadline, &table).withContext(root));
-  if (table.descriptions[rank_] != description) {
-    return remoteError(root + ": the root's table does not hold this rank's own description");
-  }
-  commId_ = table.commId;
-  descriptions_ = std::move(table.descriptions);
-  ring_ = std::move(table.ring);
+  rendezvous::Assignment assignment;
+  WEFT_TRY(
+      rendezvous::readReply(socket.fd(), join.nranks, deadline, &assignment).withContext(root));
+  commId_ = assignment.commId;
+  nextAddress_ = assignment.next;
   return Status::ok();
 }
 
 Status RingBootstrap::connectNext(Deadline deadline) {
-  const std::string context = "bootstrap ring: connecting to " + rankName(nextRank()) + " at " +
-                              ring_[nextRank()].toString();
-  WEFT_TRY(net::connectTo(ring_[nextRank()], deadline, &next_).withContext(context));
+  const std::string context =
+      "bootstrap ring: connecting to " + rankName(nextRank()) + " at " + nextAddress_.toString();
+  WEFT_TRY(net::connectTo(nextAddress_, deadline, &next_).withContext(context));
   WEFT_TRY(net::authenticateClient(next_.fd(), secret_, net::Purpose::kBootstrap, commId_, deadline)
                .withContext(context));
   uint8_t rankBytes[4];
@@ -229,6 +169,45 @@ Status RingBootstrap::ringAllgather(const void* mine, size_t bytes, void* all, D
   return Status::ok();
 }
 
+Status RingBootstrap::gatherDescriptions(const std::string& mine, Deadline deadline) {
+  descriptions_.assign(static_cast<size_t>(nranks_), std::string());
+  descriptions_[static_cast<size_t>(rank_)] = mine;
+  Status status = ringGatherDescriptions(deadline);
+  if (!status.isOk()) close();  // the neighbours then fail at once, as in allgather
+  return status.withContext("bootstrap: gathering the ranks' descriptions (rank " +
+                            std::to_string(rank_) + ")");
+}
+
+// Each description goes once around the ring, prefixed by its length, since they differ in
+// size: N-1 steps of one exchange each, and every rank handles each description once.
+Status RingBootstrap::ringGatherDescriptions(Deadline deadline) {
+  for (int step = 0; step < nranks_ - 1; ++step) {
+    const int sendBlock = (rank_ - step + nranks_) % nranks_;
+    const int recvBlock = (rank_ - step - 1 + nranks_) % nranks_;
+    const std::string& outgoing = descriptions_[static_cast<size_t>(sendBlock)];
+    std::vector<uint8_t> frame(4 + outgoing.size());
+    net::wire::putU32(frame.data(), static_cast<uint32_t>(outgoing.size()));
+    std::memcpy(frame.data() + 4, outgoing.data(), outgoing.size());
+    uint8_t length[4];
+    std::string& incoming = descriptions_[static_cast<size_t>(recvBlock)];
+    auto body = [&](Transfer* in) {
+      uint32_t bytes = net::wire::getU32(length);
+      if (bytes > rendezvous::kMaxDescriptionBytes) {
+        return remoteError(rankName(prevRank()) + " forwarded a " + std::to_string(bytes) +
+                           "-byte description for " + rankName(recvBlock) + " (at most " +
+                           std::to_string(rendezvous::kMaxDescriptionBytes) + ")");
+      }
+      incoming.resize(bytes);
+      in->data = reinterpret_cast<uint8_t*>(incoming.data());
+      in->left = bytes;
+      return Status::ok();
+    };
+    WEFT_TRY(exchange({next_.fd(), frame.data(), frame.size(), nextRank()},
+                      {prev_.fd(), length, sizeof(length), prevRank()}, deadline, body));
+  }
+  return Status::ok();
+}
+
 Status RingBootstrap::barrier(Deadline deadline) {
   uint8_t token = 1;
   std::vector<uint8_t> all(static_cast<size_t>(nranks_));
@@ -264,8 +243,9 @@ Status Bootstrap::create(const UniqueIdContents& id, int rank, int nranks,
     WEFT_TRY(net::listenOn(interface.address, 64, &listener, &ringAddress)
                  .withContext("bootstrap ring listener"));
   }
-  WEFT_TRY(bootstrap->rendezvous(id, description, ringAddress, deadline));
+  WEFT_TRY(bootstrap->rendezvous(id, ringAddress, deadline));
   if (nranks > 1) WEFT_TRY(bootstrap->formRing(listener, deadline));
+  WEFT_TRY(bootstrap->gatherDescriptions(description, deadline));
   WEFT_INFO("bootstrap: rank %d of %d ready (commId 0x%016llx)", rank, nranks,
             static_cast<unsigned long long>(bootstrap->commId()));
   *out = std::move(bootstrap);

@@ -1,6 +1,7 @@
-// The out-of-band network of a communicator: the rendezvous through the root, then a ring of
-// authenticated TCP connections (rank r connects to r+1) for small control exchanges such as
-// split and check mode. Not for bulk data; that is the transports' job.
+// The out-of-band network of a communicator: the rendezvous through the root (which tells each
+// rank only its ring successor's address), then a ring of authenticated TCP connections (rank r
+// connects to r+1) that gathers the ranks' descriptions and then serves small control exchanges
+// such as split and check mode. Not for bulk data; that is the transports' job.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,9 @@ namespace weft::bootstrap {
 
 class Bootstrap {
  public:
-  // Joins the rendezvous at id.root as `rank` of `nranks`, contributing `description` (opaque
-  // bytes, at most 64 KiB), then connects the ring. Every rank receives every description.
+  // Joins the rendezvous at id.root as `rank` of `nranks`, connects the ring, and gathers every
+  // rank's `description` (opaque bytes, at most 64 KiB) around it: every rank receives every
+  // description.
   static Status create(const UniqueIdContents& id, int rank, int nranks,
                        const std::string& description, Deadline deadline,
                        std::unique_ptr<Bootstrap>* out);

@@ -29,14 +29,19 @@ void encodeJoinHeader(const JoinHeader& join, uint8_t* out) {
   net::wire::putU32(out, join.rank);
   net::wire::putU32(out + 4, join.nranks);
   join.ring.encode(out + 8);
-  net::wire::putU32(out + 8 + net::SocketAddress::kWireBytes, join.descriptionBytes);
+  net::wire::putU32(out + 8 + net::SocketAddress::kWireBytes, join.protocol);
 }
 
 Status decodeJoinHeader(const uint8_t* in, JoinHeader* out) {
   JoinHeader join;
   join.rank = net::wire::getU32(in);
   join.nranks = net::wire::getU32(in + 4);
-  join.descriptionBytes = net::wire::getU32(in + 8 + net::SocketAddress::kWireBytes);
+  join.protocol = net::wire::getU32(in + 8 + net::SocketAddress::kWireBytes);
+  if (join.protocol != kProtocolVersion) {
+    return invalidArgument("join speaks rendezvous protocol " + std::to_string(join.protocol) +
+                           ", this root " + std::to_string(kProtocolVersion) +
+                           " (ranks from different weft versions?)");
+  }
   if (join.nranks == 0 || join.nranks > kMaxRanks) {
     return invalidArgument("join claims nranks=" + std::to_string(join.nranks) + " (allowed: 1.." +
                            std::to_string(kMaxRanks) + ")");
@@ -45,31 +50,18 @@ Status decodeJoinHeader(const uint8_t* in, JoinHeader* out) {
     return invalidArgument("join claims rank " + std::to_string(join.rank) +
                            " of nranks=" + std::to_string(join.nranks));
   }
-  if (join.descriptionBytes > kMaxDescriptionBytes) {
-    return invalidArgument("join carries a " + std::to_string(join.descriptionBytes) +
-                           "-byte description (at most " + std::to_string(kMaxDescriptionBytes) +
-                           ")");
-  }
   WEFT_TRY(net::SocketAddress::decode(in + 8, &join.ring).withContext("join's ring address"));
   *out = join;
   return Status::ok();
 }
 
-Buffer encodeSuccessReply(uint64_t commId, const std::vector<net::SocketAddress>& ring,
-                          const std::vector<std::string>& descriptions) {
-  auto out = std::make_shared<std::vector<uint8_t>>();
-  append(out.get(), &kStatusSuccess, 1);
-  uint8_t id[8];
-  net::wire::putU64(id, commId);
-  append(out.get(), id, sizeof(id));
-  appendU32(out.get(), static_cast<uint32_t>(ring.size()));
-  for (size_t r = 0; r < ring.size(); ++r) {
-    uint8_t address[net::SocketAddress::kWireBytes];
-    ring[r].encode(address);
-    append(out.get(), address, sizeof(address));
-    appendU32(out.get(), static_cast<uint32_t>(descriptions[r].size()));
-    append(out.get(), descriptions[r].data(), descriptions[r].size());
-  }
+Buffer encodeSuccessReply(uint64_t commId, uint32_t nranks, const net::SocketAddress& next) {
+  auto out = std::make_shared<std::vector<uint8_t>>(kSuccessReplyBytes);
+  uint8_t* at = out->data();
+  at[0] = kStatusSuccess;
+  net::wire::putU64(at + 1, commId);
+  net::wire::putU32(at + 9, nranks);
+  next.encode(at + 13);
   return out;
 }
 
@@ -83,14 +75,13 @@ Buffer encodeErrorReply(weftResult_t code, const std::string& message) {
   return out;
 }
 
-Status sendJoin(int fd, const JoinHeader& join, const std::string& description, Deadline deadline) {
+Status sendJoin(int fd, const JoinHeader& join, Deadline deadline) {
   uint8_t header[kJoinHeaderBytes];
   encodeJoinHeader(join, header);
-  WEFT_TRY(net::sendAll(fd, header, sizeof(header), deadline));
-  return net::sendAll(fd, description.data(), description.size(), deadline);
+  return net::sendAll(fd, header, sizeof(header), deadline);
 }
 
-Status readReply(int fd, uint32_t expectedNranks, Deadline deadline, Table* out) {
+Status readReply(int fd, uint32_t expectedNranks, Deadline deadline, Assignment* out) {
   uint8_t status = 0;
   WEFT_TRY(net::recvAll(fd, &status, 1, deadline));
   if (status != kStatusSuccess) {
@@ -112,32 +103,18 @@ Status readReply(int fd, uint32_t expectedNranks, Deadline deadline, Table* out)
     return Status(static_cast<weftResult_t>(status), "the root answered: " + message);
   }
 
-  uint8_t head[12];
-  WEFT_TRY(net::recvAll(fd, head, sizeof(head), deadline));
-  Table table;
-  table.commId = net::wire::getU64(head);
-  uint32_t nranks = net::wire::getU32(head + 8);
+  uint8_t rest[kSuccessReplyBytes - 1];
+  WEFT_TRY(net::recvAll(fd, rest, sizeof(rest), deadline));
+  Assignment assignment;
+  assignment.commId = net::wire::getU64(rest);
+  uint32_t nranks = net::wire::getU32(rest + 8);
   if (nranks != expectedNranks) {
     return remoteError("root's reply lists " + std::to_string(nranks) + " ranks, expected " +
                        std::to_string(expectedNranks));
   }
-  table.ring.resize(nranks);
-  table.descriptions.resize(nranks);
-  for (uint32_t r = 0; r < nranks; ++r) {
-    uint8_t entry[net::SocketAddress::kWireBytes + 4];
-    WEFT_TRY(net::recvAll(fd, entry, sizeof(entry), deadline));
-    WEFT_TRY(net::SocketAddress::decode(entry, &table.ring[r])
-                 .withContext("root's reply, rank " + std::to_string(r)));
-    uint32_t length = net::wire::getU32(entry + net::SocketAddress::kWireBytes);
-    if (length > kMaxDescriptionBytes) {
-      return remoteError("root's reply gives rank " + std::to_string(r) + " a " +
-                         std::to_string(length) + "-byte description (at most " +
-                         std::to_string(kMaxDescriptionBytes) + ")");
-    }
-    table.descriptions[r].resize(length);
-    WEFT_TRY(net::recvAll(fd, table.descriptions[r].data(), length, deadline));
-  }
-  *out = std::move(table);
+  WEFT_TRY(net::SocketAddress::decode(rest + 12, &assignment.next)
+               .withContext("root's reply, the ring successor's address"));
+  *out = assignment;
   return Status::ok();
 }
 

@@ -20,8 +20,6 @@ std::string RootConnection::stateName() const {
       return handshake_.progress();
     case State::kJoinHeader:
       return "the join header";
-    case State::kJoinBody:
-      return "the join description";
     case State::kJoined:
       return "the wait for the other ranks";
     case State::kReplying:
@@ -45,29 +43,6 @@ uint32_t RootConnection::wantedEvents() const {
   }
 }
 
-Status RootConnection::readJoin(bool* complete) {
-  if (state_ == State::kJoinHeader) {
-    return net::recvToward(socket_.fd(), header_.data(), header_.size(), &have_, "the join header",
-                           complete);
-  }
-  return net::recvToward(socket_.fd(), description_.data(), description_.size(), &have_,
-                         "the join description", complete);
-}
-
-Status RootConnection::joinPartReceived() {
-  have_ = 0;
-  if (state_ == State::kJoinHeader) {
-    WEFT_TRY(rendezvous::decodeJoinHeader(header_.data(), &join_));
-    description_.resize(join_.descriptionBytes);
-    state_ = join_.descriptionBytes > 0 ? State::kJoinBody : State::kJoined;
-  } else {
-    state_ = State::kJoined;
-  }
-  // A joined rank waits for the round, which the server's own deadline bounds.
-  if (state_ == State::kJoined) deadline_ = Deadline::never();
-  return Status::ok();
-}
-
 Status RootConnection::onReadable() {
   while (true) {
     switch (state_) {
@@ -76,14 +51,16 @@ Status RootConnection::onReadable() {
         if (!handshake_.done()) return Status::ok();  // waiting for the socket
         state_ = State::kJoinHeader;
         break;
-      case State::kJoinHeader:
-      case State::kJoinBody: {
+      case State::kJoinHeader: {
         bool complete = false;
-        WEFT_TRY(readJoin(&complete));
+        WEFT_TRY(net::recvToward(socket_.fd(), header_.data(), header_.size(), &have_,
+                                 "the join header", &complete));
         if (!complete) return Status::ok();
-        WEFT_TRY(joinPartReceived());
-        if (state_ == State::kJoined) return Status::ok();
-        break;
+        WEFT_TRY(rendezvous::decodeJoinHeader(header_.data(), &join_));
+        state_ = State::kJoined;
+        // A joined rank waits for the round, which the server's own deadline bounds.
+        deadline_ = Deadline::never();
+        return Status::ok();
       }
       case State::kJoined: {
         // A joined rank has nothing more to say; input here is a hang-up or a protocol breach.

@@ -1,7 +1,7 @@
 // One connection at the rendezvous root, as a non-blocking state machine: the server side of the
-// kRendezvous handshake (net::ServerHandshake), then the join message, then (once the round
-// decides) a reply. The root
-// server drives it from its epoll loop; every read is bounded by a fixed size or a checked cap.
+// kRendezvous handshake (net::ServerHandshake), then the fixed-size join message, then (once the
+// round decides) a reply. The root server drives it from its epoll loop; every read is bounded
+// by a fixed size.
 #pragma once
 
 #include <sys/epoll.h>
@@ -22,7 +22,7 @@ namespace weft::bootstrap {
 
 class RootConnection {
  public:
-  enum class State { kHandshake, kJoinHeader, kJoinBody, kJoined, kReplying, kDone };
+  enum class State { kHandshake, kJoinHeader, kJoined, kReplying, kDone };
 
   RootConnection(net::Socket socket, net::SocketAddress peer, const net::Secret& secret,
                  Deadline deadline);
@@ -42,12 +42,8 @@ class RootConnection {
   const net::SocketAddress& peer() const { return peer_; }
   Deadline deadline() const { return deadline_; }
   const rendezvous::JoinHeader& join() const { return join_; }
-  std::string takeDescription() { return std::move(description_); }
 
  private:
-  // Reads toward the join's header or description; *complete once it is all there.
-  Status readJoin(bool* complete);
-  Status joinPartReceived();
   Status flush();
 
   net::Socket socket_;
@@ -56,12 +52,9 @@ class RootConnection {
   State state_ = State::kHandshake;
   net::ServerHandshake handshake_;
 
-  // The header lands in `header_`; the description in `description_`, sized from a length that
-  // decodeJoinHeader has capped.
   std::array<uint8_t, rendezvous::kJoinHeaderBytes> header_{};
   size_t have_ = 0;
   rendezvous::JoinHeader join_;
-  std::string description_;
 
   rendezvous::Buffer reply_;
   size_t replySent_ = 0;

@@ -28,8 +28,10 @@ constexpr uint64_t kWakeId = 1;
 // Time a connection gets for the handshake and its join; honest ranks need milliseconds.
 constexpr int kJoinTimeoutMs = 5000;
 constexpr int kReplyTimeoutMs = 30000;
-// Above this many open connections, new ones are closed at once, so a flood cannot exhaust fds.
-constexpr size_t kMaxConnections = 4096;
+// Above this many connections that have not joined yet, new ones are closed at once, so a flood
+// cannot exhaust fds. Joined ones do not count: they are bounded by nranks, and a round of more
+// than this many ranks keeps them all open until it completes.
+constexpr size_t kMaxJoiningConnections = 4096;
 constexpr size_t kMaxRanksNamed = 32;
 // A rank whose connection drops after it joined (its process died, or it gave up) fails the
 // round for everyone unless a process takes its rank again within this long. Nothing in weft
@@ -55,6 +57,7 @@ class RootServerImpl final : public RootServer {
   struct Entry {
     std::unique_ptr<RootConnection> connection;
     uint32_t events = 0;
+    bool joining = true;  // its join has not been read yet; counted in joining_
     bool joinHandled = false;
   };
 
@@ -91,6 +94,7 @@ class RootServerImpl final : public RootServer {
 
   // Everything below belongs to the server thread.
   std::unordered_map<uint64_t, Entry> connections_;
+  size_t joining_ = 0;
   uint64_t nextId_ = kWakeId + 1;
   Deadline nextSweep_ = Deadline::never();
   bool listenerPaused_ = false;
@@ -200,9 +204,11 @@ void RootServerImpl::acceptAll() {
     }
     net::Socket socket(fd);
     auto peer = net::SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&storage), length);
-    if (connections_.size() >= kMaxConnections) {
-      WEFT_WARN("rendezvous root %s: refusing connection from %s: %zu connections already open",
-                bound_.toString().c_str(), peer.toString().c_str(), connections_.size());
+    if (joining_ >= kMaxJoiningConnections) {
+      WEFT_WARN(
+          "rendezvous root %s: refusing connection from %s: %zu connections already open "
+          "and not yet joined",
+          bound_.toString().c_str(), peer.toString().c_str(), joining_);
       continue;
     }
     (void)net::setNoDelay(socket.fd());
@@ -220,6 +226,7 @@ void RootServerImpl::acceptAll() {
       continue;
     }
     connections_.emplace(id, std::move(entry));
+    ++joining_;
     nextSweep_ = Deadline::earliest(nextSweep_, deadline);
   }
 }
@@ -250,6 +257,10 @@ void RootServerImpl::handle(uint64_t id, uint32_t events) {
   if (!status.isOk()) {
     drop(id, status);
     return;
+  }
+  if (it->second.joining && connection.state() == RootConnection::State::kJoined) {
+    it->second.joining = false;
+    --joining_;
   }
   if (connection.state() == RootConnection::State::kJoined && !it->second.joinHandled) {
     onJoined(id);
@@ -301,6 +312,7 @@ void RootServerImpl::remove(uint64_t id) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
   epoll_ctl(epoll_.fd(), EPOLL_CTL_DEL, it->second.connection->fd(), nullptr);
+  if (it->second.joining) --joining_;
   connections_.erase(it);
   if (listenerPaused_) pauseListener(false);
 }
@@ -418,19 +430,11 @@ void RootServerImpl::completeRound() {
   uint64_t commId = 0;
   Status random = Status::ok();
   while (commId == 0 && random.isOk()) random = net::randomBytes(&commId, sizeof(commId));
-  rendezvous::Buffer reply;
-  if (random.isOk()) {
-    std::vector<net::SocketAddress> ring(nranks_);
-    std::vector<std::string> descriptions(nranks_);
-    for (const auto& [rank, id] : slots_) {
-      RootConnection& connection = *connections_.at(id).connection;
-      ring[rank] = connection.join().ring;
-      descriptions[rank] = connection.takeDescription();
-    }
-    reply = rendezvous::encodeSuccessReply(commId, ring, descriptions);
-  } else {
-    reply = rendezvous::encodeErrorReply(random.code(), random.message());
-  }
+  // Each rank learns only its ring successor's address: a fixed-size reply, built per rank.
+  std::vector<net::SocketAddress> ring(nranks_);
+  for (const auto& [rank, id] : slots_) ring[rank] = connections_.at(id).connection->join().ring;
+  rendezvous::Buffer failure;
+  if (!random.isOk()) failure = rendezvous::encodeErrorReply(random.code(), random.message());
   // Late or stray connections can no longer join anything.
   std::vector<uint64_t> strays;
   for (const auto& [id, entry] : connections_) {
@@ -440,9 +444,13 @@ void RootServerImpl::completeRound() {
   epoll_ctl(epoll_.fd(), EPOLL_CTL_DEL, listener_.fd(), nullptr);
   listener_.close();
   WEFT_INFO("rendezvous root %s: all %u ranks joined", bound_.toString().c_str(), nranks_);
-  std::vector<uint64_t> ids;
-  for (const auto& [rank, id] : slots_) ids.push_back(id);
-  for (uint64_t id : ids) sendReply(id, reply, replyDeadline);
+  // (A connection that sendReply drops keeps its slot once the round is complete.)
+  for (const auto& [rank, id] : slots_) {
+    sendReply(id,
+              failure ? failure
+                      : rendezvous::encodeSuccessReply(commId, nranks_, ring[(rank + 1) % nranks_]),
+              replyDeadline);
+  }
 }
 
 void RootServerImpl::sweepDeadlines() {

@@ -1,11 +1,13 @@
 // The rendezvous root: collects one join message from each of nranks ranks, checks that they
 // agree (same nranks, distinct ranks in range), chooses a random communicator id and sends every
-// rank the whole table. Runs on its own thread in the process that created the unique id (or in
-// rank 0 for environment initialisation). Connections are multiplexed with epoll and each has a
-// deadline and a size cap, so a port scan, garbage or a slow sender is dropped without stalling
-// the others; every failed authentication is logged at WARN and dropped. A rank whose connection
-// drops after it joined (its process died) fails the round for every rank, naming it, unless a
-// process joins as that rank again within a second (the slot is freed for a restart).
+// rank that id and the address of its ring successor: a fixed-size reply, so the root's work
+// and traffic grow as nranks (the ranks gather their descriptions around the ring). Runs on its own
+// thread in the process that created the unique id (or in rank 0 for environment initialisation).
+// Connections are multiplexed with epoll and each has a deadline and a size cap, so a port scan,
+// garbage or a slow sender is dropped without stalling the others; every failed authentication is
+// logged at WARN and dropped. A rank whose connection drops after it joined (its process died)
+// fails the round for every rank, naming it, unless a process joins as that rank again within a
+// second (the slot is freed for a restart).
 #pragma once
 
 #include <memory>

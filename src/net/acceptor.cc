@@ -1,14 +1,17 @@
 #include "net/acceptor.h"
 
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <utility>
-#include <vector>
 
 #include "base/log.h"
 #include "net/server_handshake.h"
@@ -21,6 +24,9 @@ using Clock = std::chrono::steady_clock;
 // After an accept() failure that concerns the listener (out of descriptors, say), the listener is
 // left alone this long rather than polled in a tight loop.
 constexpr int kListenerPauseMs = 100;
+// epoll's key for the listener; connections are keyed by their serial number, counted from 1.
+constexpr uint64_t kListenerKey = 0;
+constexpr int kEventsPerWake = 256;
 
 // Unix-domain peers have no address to name.
 std::string sourceOf(const SocketAddress& from) {
@@ -59,16 +65,25 @@ class Acceptor {
   Status run();
 
  private:
-  bool full() const { return inFlight_.size() >= static_cast<size_t>(spec_.maxInFlight); }
-  size_t oldest() const;
-  // When full, the moment the oldest connection may be dropped to make room.
-  Deadline evictionTime() const;
-  bool listening() const;
-  Deadline nextWake() const;
+  // By serial number, which is accept order and so also deadline order (every connection gets
+  // the same cap): the first entry is the oldest and the next to time out.
+  using Connections = std::map<uint64_t, InFlight>;
+
+  size_t capacity() const;
+  bool full() const { return inFlight_.size() >= capacity(); }
+  // The oldest connection whose hello has not passed: the only kind dropped to make room.
+  Connections::iterator evictionCandidate();
+  // When full, the moment a place may be made; never while nothing may be dropped.
+  Deadline evictionTime();
+  bool mayAccept();
+  bool backlogWaiting() const;
+  Status armListener(bool armed);
+  Deadline nextWake();
   Status acceptPending();
-  void step(size_t index);
-  void judge(size_t index);
-  void drop(size_t index, const std::string& why);
+  Status admit(Socket socket, const SocketAddress& from);
+  void step(Connections::iterator connection);
+  void judge(Connections::iterator connection);
+  void drop(Connections::iterator connection, const std::string& why);
   void dropExpired();
   Status timedOut() const;
   std::string stuckAt(const InFlight& connection) const;
@@ -77,8 +92,13 @@ class Acceptor {
   const AcceptSpec& spec_;
   const std::function<Status(Arrival&)>& judge_;
   const std::function<std::string()>& describeMissing_;
-  std::vector<InFlight> inFlight_;
-  std::vector<pollfd> polled_;
+  Socket epoll_;
+  bool listenerArmed_ = false;
+  Connections inFlight_;
+  uint64_t nextSerial_ = kListenerKey + 1;
+  // Serials of connections still in the hello stage, in accept order; entries that passed their
+  // hello or left are skipped when met at the front, so each costs O(1) over its life.
+  std::deque<uint64_t> stillInHello_;
   Deadline listenerPause_ = Deadline::after(0);
   int kept_ = 0;
   std::string lastDrop_;
@@ -90,49 +110,94 @@ std::string Acceptor::stuckAt(const InFlight& connection) const {
          std::to_string(spec_.helloBytes) + " bytes)";
 }
 
-size_t Acceptor::oldest() const {
-  auto first =
-      std::min_element(inFlight_.begin(), inFlight_.end(),
-                       [](const InFlight& a, const InFlight& b) { return a.started < b.started; });
-  return static_cast<size_t>(first - inFlight_.begin());
+// Every connection still expected may be in flight at once, plus maxInFlight others. The caller
+// holds `expected` connections once this returns, so in descriptors this is its own need plus
+// maxInFlight; honest peers alone never fill it, so a storm of them never makes room by dropping.
+size_t Acceptor::capacity() const {
+  return static_cast<size_t>(spec_.maxInFlight) + static_cast<size_t>(spec_.expected - kept_);
 }
 
-Deadline Acceptor::evictionTime() const {
-  int64_t waitMs = spec_.perConnectionMs / 4 - millisSince(inFlight_[oldest()].started);
+Acceptor::Connections::iterator Acceptor::evictionCandidate() {
+  while (!stillInHello_.empty()) {
+    auto candidate = inFlight_.find(stillInHello_.front());
+    if (candidate != inFlight_.end() && !candidate->second.handshake.helloAccepted()) {
+      return candidate;
+    }
+    stillInHello_.pop_front();
+  }
+  return inFlight_.end();
+}
+
+// A quarter of the cap: honest peers send their hello with their connect, while a stray in the
+// hello stage has then used its share. Peers whose hello passed are left to their own cap, since
+// on a crowded machine an honest one may wait seconds for a core between its messages.
+Deadline Acceptor::evictionTime() {
+  auto candidate = evictionCandidate();
+  if (candidate == inFlight_.end()) return Deadline::never();
+  int64_t waitMs = spec_.perConnectionMs / 4 - millisSince(candidate->second.started);
   return Deadline::after(std::max<int64_t>(waitMs, 0));
 }
 
-bool Acceptor::listening() const {
+bool Acceptor::mayAccept() {
   return listenerPause_.expired() && (!full() || evictionTime().expired());
 }
 
-Deadline Acceptor::nextWake() const {
+// Whether a connection waits in the listen backlog, so that none is dropped to make room for
+// nobody.
+bool Acceptor::backlogWaiting() const {
+  pollfd listener{listener_.fd(), POLLIN, 0};
+  return poll(&listener, 1, 0) == 1 && (listener.revents & POLLIN);
+}
+
+// The listener is level-triggered and watched only while a connection could be taken, so that
+// a full acceptor with a queue is not woken for it over and over.
+Status Acceptor::armListener(bool armed) {
+  if (armed == listenerArmed_) return Status::ok();
+  epoll_event event{};
+  event.events = armed ? static_cast<uint32_t>(EPOLLIN) : 0u;
+  event.data.u64 = kListenerKey;
+  if (epoll_ctl(epoll_.fd(), EPOLL_CTL_MOD, listener_.fd(), &event) != 0) {
+    return systemError(std::string(spec_.logName) + ": epoll_ctl (listener)", errno);
+  }
+  listenerArmed_ = armed;
+  return Status::ok();
+}
+
+Deadline Acceptor::nextWake() {
   Deadline wake = spec_.deadline;
-  for (const InFlight& connection : inFlight_) wake = Deadline::earliest(wake, connection.deadline);
+  if (!inFlight_.empty()) wake = Deadline::earliest(wake, inFlight_.begin()->second.deadline);
   if (!listenerPause_.expired()) wake = Deadline::earliest(wake, listenerPause_);
   if (full()) wake = Deadline::earliest(wake, evictionTime());
   return wake;
 }
 
-void Acceptor::drop(size_t index, const std::string& why) {
-  InFlight& connection = inFlight_[index];
-  std::string from = sourceOf(connection.from);
+void Acceptor::drop(Connections::iterator connection, const std::string& why) {
+  std::string from = sourceOf(connection->second.from);
   WEFT_WARN("%s: dropped a connection from %s: %s", spec_.logName, from.c_str(), why.c_str());
   lastDrop_ = from + " (" + why + ")";
-  std::swap(inFlight_[index], inFlight_.back());
-  inFlight_.pop_back();
+  inFlight_.erase(connection);  // closing the socket also takes it out of the epoll set
 }
 
 void Acceptor::dropExpired() {
-  for (size_t i = inFlight_.size(); i-- > 0;) {
-    if (!inFlight_[i].deadline.expired()) continue;
-    drop(i, "timed out after " + std::to_string(millisSince(inFlight_[i].started)) + " ms in " +
-                stuckAt(inFlight_[i]));
+  while (!inFlight_.empty() && inFlight_.begin()->second.deadline.expired()) {
+    const InFlight& oldest = inFlight_.begin()->second;
+    drop(inFlight_.begin(), "timed out after " + std::to_string(millisSince(oldest.started)) +
+                                " ms in " + stuckAt(oldest));
   }
 }
 
 Status Acceptor::acceptPending() {
-  while (listening()) {
+  while (kept_ < spec_.expected && mayAccept()) {
+    if (full()) {
+      if (!backlogWaiting()) return Status::ok();
+      auto victim = evictionCandidate();
+      const InFlight& stalled = victim->second;
+      drop(victim, "making room (" + std::to_string(inFlight_.size()) +
+                       " connections in flight: room for the " +
+                       std::to_string(spec_.expected - kept_) + " still expected and " +
+                       std::to_string(spec_.maxInFlight) + " more), after " +
+                       std::to_string(millisSince(stalled.started)) + " ms in " + stuckAt(stalled));
+    }
     sockaddr_storage storage{};
     socklen_t length = sizeof(storage);
     int fd = accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&storage), &length,
@@ -148,89 +213,110 @@ Status Acceptor::acceptPending() {
       }
       return systemError(std::string(spec_.logName) + ": accept", errno);
     }
-    Socket socket(fd);
-    SocketAddress from = SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&storage), length);
-    // Unix sockets have no TCP_NODELAY; only TCP needs it.
-    if (from.isValid()) (void)setNoDelay(socket.fd());
-    if (full()) {
-      size_t index = oldest();
-      const InFlight& victim = inFlight_[index];
-      drop(index, "making room (" + std::to_string(spec_.maxInFlight) +
-                      " connections in flight), after " +
-                      std::to_string(millisSince(victim.started)) + " ms in " + stuckAt(victim));
-    }
-    inFlight_.emplace_back(std::move(socket), from, spec_);
-    // The client usually sent its hello with its connect, so start at once.
-    step(inFlight_.size() - 1);
-    if (kept_ == spec_.expected) return Status::ok();
+    WEFT_TRY(admit(Socket(fd),
+                   SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&storage), length)));
   }
   return Status::ok();
 }
 
-void Acceptor::step(size_t index) {
-  InFlight& connection = inFlight_[index];
-  if (!connection.handshake.done()) {
-    Status status = connection.handshake.advance(connection.socket.fd());
-    if (!status.isOk()) return drop(index, status.message());
-    if (!connection.handshake.done()) return;
+Status Acceptor::admit(Socket socket, const SocketAddress& from) {
+  // Unix sockets have no TCP_NODELAY; only TCP needs it.
+  if (from.isValid()) (void)setNoDelay(socket.fd());
+  uint64_t serial = nextSerial_++;
+  // Edge-triggered: step() always reads and writes until the socket would block (or the
+  // connection is through), so every later byte raises a fresh edge. Added before the first
+  // step, so that nothing arriving in between goes unnoticed.
+  epoll_event event{};
+  event.events = EPOLLIN | EPOLLOUT | EPOLLET;
+  event.data.u64 = serial;
+  if (epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, socket.fd(), &event) != 0) {
+    return systemError(std::string(spec_.logName) + ": epoll_ctl (connection)", errno);
   }
-  bool complete = false;
-  Status status = recvToward(connection.socket.fd(), connection.hello.data(), spec_.helloBytes,
-                             &connection.helloDone, "the hello after authentication", &complete);
-  if (!status.isOk()) return drop(index, status.message());
-  if (complete) judge(index);
+  auto connection = inFlight_.try_emplace(serial, std::move(socket), from, spec_).first;
+  stillInHello_.push_back(serial);
+  // The client usually sent its hello with its connect, so start at once.
+  step(connection);
+  return Status::ok();
 }
 
-void Acceptor::judge(size_t index) {
+void Acceptor::step(Connections::iterator connection) {
+  InFlight& flight = connection->second;
+  if (!flight.handshake.done()) {
+    Status status = flight.handshake.advance(flight.socket.fd());
+    if (!status.isOk()) return drop(connection, status.message());
+    if (!flight.handshake.done()) return;
+  }
+  bool complete = false;
+  Status status = recvToward(flight.socket.fd(), flight.hello.data(), spec_.helloBytes,
+                             &flight.helloDone, "the hello after authentication", &complete);
+  if (!status.isOk()) return drop(connection, status.message());
+  if (complete) judge(connection);
+}
+
+void Acceptor::judge(Connections::iterator connection) {
+  InFlight& flight = connection->second;
+  // The socket leaves this loop whatever the verdict; a kept one must not wake it any more.
+  (void)epoll_ctl(epoll_.fd(), EPOLL_CTL_DEL, flight.socket.fd(), nullptr);
   Arrival arrival;
-  arrival.socket = std::move(inFlight_[index].socket);
-  arrival.from = inFlight_[index].from;
-  arrival.hello = inFlight_[index].hello;
+  arrival.socket = std::move(flight.socket);
+  arrival.from = flight.from;
+  arrival.hello = flight.hello;
   arrival.helloBytes = spec_.helloBytes;
   Status verdict = judge_(arrival);
-  if (!verdict.isOk()) return drop(index, verdict.message());
+  if (!verdict.isOk()) return drop(connection, verdict.message());
   ++kept_;
-  std::swap(inFlight_[index], inFlight_.back());
-  inFlight_.pop_back();
+  inFlight_.erase(connection);
 }
 
 Status Acceptor::timedOut() const {
   std::string message = describeMissing_() + ": " + std::to_string(kept_) + " of " +
                         std::to_string(spec_.expected) + " connections arrived before the deadline";
   if (!inFlight_.empty()) {
+    const InFlight& oldest = inFlight_.begin()->second;
     message += "; " + std::to_string(inFlight_.size()) + " still in flight (one from " +
-               sourceOf(inFlight_.front().from) + " in " + stuckAt(inFlight_.front()) + ")";
+               sourceOf(oldest.from) + " in " + stuckAt(oldest) + ")";
   }
   if (!lastDrop_.empty()) message += "; the last one dropped came from " + lastDrop_;
   return timeoutError(message);
 }
 
 Status Acceptor::run() {
-  inFlight_.reserve(static_cast<size_t>(spec_.maxInFlight));
-  polled_.reserve(static_cast<size_t>(spec_.maxInFlight) + 1);
+  if (spec_.expected == 0) return Status::ok();
+  epoll_ = Socket(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_.isOpen()) return systemError(std::string(spec_.logName) + ": epoll_create1", errno);
+  epoll_event listening{};
+  listening.data.u64 = kListenerKey;
+  if (epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, listener_.fd(), &listening) != 0) {
+    return systemError(std::string(spec_.logName) + ": epoll_ctl (listener)", errno);
+  }
+  std::array<epoll_event, kEventsPerWake> events;
   while (kept_ < spec_.expected) {
     if (spec_.deadline.expired()) return timedOut();
     dropExpired();
-    polled_.clear();
-    polled_.push_back(pollfd{listener_.fd(), static_cast<short>(listening() ? POLLIN : 0), 0});
-    for (const InFlight& connection : inFlight_) {
-      bool write = !connection.handshake.done() && connection.handshake.wantsWrite();
-      polled_.push_back(
-          pollfd{connection.socket.fd(), static_cast<short>(write ? POLLOUT : POLLIN), 0});
-    }
+    WEFT_TRY(armListener(mayAccept()));
     // remainingMs rounds down; the extra millisecond avoids waking just before a deadline.
-    int rc = poll(polled_.data(), polled_.size(), nextWake().remainingMs() + 1);
-    if (rc < 0 && errno != EINTR) return systemError(std::string(spec_.logName) + ": poll", errno);
-    if (rc <= 0) continue;
-    // Backwards, so that dropping a connection (swapped with the last) skips none of the others.
-    for (size_t i = inFlight_.size(); i-- > 0 && kept_ < spec_.expected;) {
-      if (polled_[i + 1].revents != 0) step(i);
+    int count =
+        epoll_wait(epoll_.fd(), events.data(), kEventsPerWake, nextWake().remainingMs() + 1);
+    if (count < 0 && errno != EINTR) {
+      return systemError(std::string(spec_.logName) + ": epoll_wait", errno);
     }
-    if (kept_ < spec_.expected && (polled_[0].revents & POLLIN)) WEFT_TRY(acceptPending());
+    // Connections first: accepting may drop one to make room, and its event may be in this batch.
+    bool listenerReady = false;
+    for (int i = 0; i < count && kept_ < spec_.expected; ++i) {
+      if (events[i].data.u64 == kListenerKey) {
+        listenerReady = true;
+        continue;
+      }
+      // A connection dropped or judged earlier in this batch is gone from the map.
+      auto connection = inFlight_.find(events[i].data.u64);
+      if (connection != inFlight_.end()) step(connection);
+    }
+    if (listenerReady) WEFT_TRY(acceptPending());
   }
-  for (size_t i = inFlight_.size(); i-- > 0;) {
-    drop(i, "not needed any more (all " + std::to_string(spec_.expected) +
-                " connections arrived) while still in " + stuckAt(inFlight_[i]));
+  while (!inFlight_.empty()) {
+    drop(inFlight_.begin(), "not needed any more (all " + std::to_string(spec_.expected) +
+                                " connections arrived) while still in " +
+                                stuckAt(inFlight_.begin()->second));
   }
   return Status::ok();
 }

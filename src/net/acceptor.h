@@ -4,11 +4,18 @@
 // whether to keep it. Strays (port scans, garbage, wrong secrets or communicators, slow or silent
 // senders) are logged at WARN with their source and the reason and dropped; they cost the good
 // connections nothing beyond their own work, because
-//   - the handshakes run concurrently on non-blocking sockets driven by one poll loop;
+//   - the handshakes run concurrently on non-blocking sockets driven by one epoll loop, whose work
+//     per wake-up follows the connections that made progress, not all those in flight, so that a
+//     storm of N connections costs O(N) rather than O(N^2);
 //   - each connection has its own cap (perConnectionMs) besides the overall deadline;
-//   - at most maxInFlight connections are in flight; when that many are, the oldest is dropped to
-//     make room once it has had a quarter of its cap (honest peers need milliseconds), and until
-//     then new connections wait in the listen backlog;
+//   - room for maxInFlight connections beyond the ones still expected: a storm of honest peers
+//     (every rank of a host at once, descheduled between their messages on a crowded machine) is
+//     served all together and never counts as an attack, while strays get maxInFlight places;
+//   - when every place is taken and more connections wait, the oldest one that has not yet sent
+//     an acceptable hello (right purpose and communicator id, which strays do not know) is dropped
+//     to make room once it has had a quarter of its cap; one whose hello passed is dropped only at
+//     its own cap. Until a place frees, new connections wait in the listen backlog (a listener
+//     that may see a storm should ask listenOn for SOMAXCONN);
 //   - every message has a fixed size (at most 32 + 52 + 36 + kMaxHelloBytes bytes buffered per
 //     connection) and nothing is allocated from peer input.
 //
@@ -59,11 +66,11 @@ struct AcceptSpec {
   Secret secret{};
   Purpose purpose = Purpose::kTcpData;
   uint64_t commId = 0;
-  size_t helloBytes = 0;       // the caller's hello after authentication, 0..kMaxHelloBytes
-  int expected = 0;            // return once this many connections were kept
-  Deadline deadline;           // for all of them
-  int perConnectionMs = 5000;  // for one connection's handshake and hello
-  int maxInFlight = 64;
+  size_t helloBytes = 0;        // the caller's hello after authentication, 0..kMaxHelloBytes
+  int expected = 0;             // return once this many connections were kept
+  Deadline deadline;            // for all of them
+  int perConnectionMs = 5000;   // for one connection's handshake and hello
+  int maxInFlight = 64;         // in flight beyond the connections still expected (strays' room)
   const char* logName = "net";  // WARN lines read "<logName>: dropped a connection from ..."
 };
 

@@ -27,6 +27,9 @@ class ServerHandshake {
   // hello (7 of 32 bytes)", ...).
   Status advance(int fd);
   bool done() const { return stage_ == Stage::kDone; }
+  // Whether the peer's hello passed (right protocol, purpose and communicator id): it is one of
+  // the communicator's own, or knows its id, rather than a scanner or a stale job.
+  bool helloAccepted() const { return stage_ != Stage::kHello; }
   // Whether the next step is a send (poll for POLLOUT) rather than a receive (POLLIN).
   bool wantsWrite() const { return stage_ == Stage::kChallenge; }
   // "the hello (3 of 32 bytes)": where a connection that timed out was stuck.

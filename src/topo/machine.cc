@@ -54,7 +54,13 @@ Status fromHwloc(const std::string& description, MachineInfo* out) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) return internalError("hwloc_topology_init failed");
   Topology topology(raw);
+  // Network devices are all weft asks of the I/O tree, and the Linux component finds them in
+  // sysfs without the PCI objects, whose discovery reads every device's config space: in a
+  // virtual machine each read traps, which cost 30 ms per process here, and seconds when a
+  // host starts a hundred ranks at once.
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  hwloc_topology_set_type_filter(raw, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_type_filter(raw, HWLOC_OBJ_BRIDGE, HWLOC_TYPE_FILTER_KEEP_NONE);
   // Network devices come from the Linux component (sysfs) alone. The PCI plugin leaks what
   // libpciaccess allocates once it is unloaded, and the GPU plugins are not needed here.
   for (const char* plugin : {"pci", "opencl", "gl"}) {

@@ -37,7 +37,7 @@ void fuzzJoinHeader(const uint8_t* data, size_t size) {
   bootstrap::rendezvous::JoinHeader join;
   if (bootstrap::rendezvous::decodeJoinHeader(data, &join).isOk()) {
     if (join.nranks < 1 || join.rank >= join.nranks ||
-        join.descriptionBytes > bootstrap::rendezvous::kMaxDescriptionBytes) {
+        join.protocol != bootstrap::rendezvous::kProtocolVersion) {
       __builtin_trap();  // decode promised these checks
     }
   }
@@ -53,10 +53,16 @@ void fuzzReply(const uint8_t* data, size_t size) {
   ssize_t written = write(fds[1], data + 1, size - 1);
   close(fds[1]);
   if (written == static_cast<ssize_t>(size - 1)) {
-    bootstrap::rendezvous::Table table;
-    Status status = bootstrap::rendezvous::readReply(fds[0], nranks, Deadline::after(200), &table);
-    if (status.isOk() && (table.ring.size() != nranks || table.descriptions.size() != nranks)) {
-      __builtin_trap();
+    bootstrap::rendezvous::Assignment assignment;
+    Status status =
+        bootstrap::rendezvous::readReply(fds[0], nranks, Deadline::after(200), &assignment);
+    // A reply that decodes re-encodes to the bytes it was read from.
+    if (status.isOk()) {
+      auto again =
+          bootstrap::rendezvous::encodeSuccessReply(assignment.commId, nranks, assignment.next);
+      if (size - 1 < again->size() || std::memcmp(again->data(), data + 1, again->size()) != 0) {
+        __builtin_trap();
+      }
     }
   }
   close(fds[0]);

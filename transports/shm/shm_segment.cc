@@ -27,6 +27,11 @@ Segment::~Segment() {
   reset();
 }
 
+void Segment::closeDescriptor() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
 void Segment::reset() {
   if (base_ != nullptr) munmap(base_, size_);
   if (fd_ >= 0) close(fd_);

@@ -27,6 +27,8 @@ class Segment {
   char* base() const { return base_; }
   size_t size() const { return size_; }
   int fd() const { return fd_; }
+  // Closes the descriptor and keeps the mapping (which keeps the memory).
+  void closeDescriptor();
   void reset();
 
  private:

@@ -13,7 +13,6 @@
 
 #include "base/log.h"
 #include "transports/shm/shm_internal.h"
-#include "transports/side_link.h"
 
 namespace weft::shm {
 namespace {
@@ -43,6 +42,7 @@ void ShmTransport::post(Xfer* xfer) {
   }
   auto* state = new (xfer->scratch) XferState();
   state->xfer = xfer;
+  activate(*peer);
   if (xfer->kind == Xfer::Kind::kSend) {
     peer->sends.push(state);
     // Writing at once saves a progress round for the common small message.
@@ -55,13 +55,21 @@ void ShmTransport::post(Xfer* xfer) {
   }
 }
 
+// Progress visits only the peers with transfers queued: a host of a thousand ranks would
+// otherwise cost every progress round a thousand cache misses.
+void ShmTransport::activate(LocalPeer& peer) {
+  if (peer.active) return;
+  peer.active = true;
+  active_.push_back(peer.index);
+}
+
 // Pairs with prepareToSleep(): the peer sets `sleeping` and then re-checks its rings and flags;
 // this side publishes, then (after a full fence, which the caller provides) reads `sleeping`.
 // So at least one of them sees the other's write, and no wake-up is lost.
 void ShmTransport::wake(LocalPeer& peer) {
   if (peer.view.header().sleeping.load(std::memory_order_seq_cst) != 0) {
     uint64_t one = 1;
-    [[maybe_unused]] ssize_t ignored = write(peer.wakeFd, &one, sizeof(one));
+    [[maybe_unused]] ssize_t ignored = write(peer.endpoint->wakeFd, &one, sizeof(one));
   }
 }
 
@@ -72,9 +80,10 @@ bool ShmTransport::pushSends(LocalPeer& peer) {
   const uint64_t start = peer.head;
   uint64_t tail = ring.tail.load(std::memory_order_acquire);
   while (!peer.sends.empty()) {
-    if (peer.head - tail >= kSlots) {
+    if (peer.head - tail >= peer.view.layout.slots) {
       tail = ring.tail.load(std::memory_order_acquire);
-      if (peer.head - tail >= kSlots) break;  // full: the consumer's progress wakes us
+      if (peer.head - tail >= peer.view.layout.slots)
+        break;  // full: the consumer's progress wakes us
     }
     XferState* state = peer.sends.front();
     Xfer* xfer = state->xfer;
@@ -83,8 +92,14 @@ bool ShmTransport::pushSends(LocalPeer& peer) {
     header->tag = xfer->tag;
     header->totalBytes = xfer->bytes;
     header->offset = state->done;
-    const bool singleCopy = peer.peerCanReadMe && options_.crossMemoryMinBytes > 0 &&
-                            xfer->bytes >= options_.crossMemoryMinBytes;
+    // Decided at a message's first slot: the receiver may record that it can read this rank
+    // while a message is under way, and a message must not change form halfway.
+    if (state->done == 0) {
+      state->singleCopy = options_.crossMemoryMinBytes > 0 &&
+                          xfer->bytes >= options_.crossMemoryMinBytes &&
+                          peer.view.readable(myIndex_).load(std::memory_order_relaxed) == 1;
+    }
+    const bool singleCopy = state->singleCopy;
     if (singleCopy) {
       header->kind = SlotKind::kCrossMemory;
       header->address = reinterpret_cast<uint64_t>(xfer->buf);
@@ -195,41 +210,78 @@ Status ShmTransport::failPeer(LocalPeer& peer, const Status& why, bool notice, i
   return failure;
 }
 
-// Reads the sockets' news (transports/side_link.h). The eventfd only wakes us; its count is
-// drained.
+// The eventfd only wakes us (its count is drained); the news word says whether a peer changed
+// its state; a readable pidfd says that a peer process exited.
 Status ShmTransport::collectEvents() {
   Status failure;
   epoll_event events[16];
   int count = epoll_wait(epollFd_, events, 16, 0);
   for (int i = 0; i < count; ++i) {
-    if (events[i].data.u64 == ~0ull) {
+    const uint64_t what = events[i].data.u64;
+    if (what == kWakeEvent) {
       uint64_t drained;
       [[maybe_unused]] ssize_t ignored = read(wakeFd_, &drained, sizeof(drained));
       continue;
     }
-    LocalPeer& peer = locals_[events[i].data.u64];
-    if (peer.dead || peer.departed) continue;
-    const SideNews news = readSideNews(peer.link.fd());
-    Status failed;
-    switch (news.kind) {
-      case SideNews::Kind::kNothing:
-        continue;
-      case SideNews::Kind::kGoodbye:
-        // Messages it sent before leaving are still in this rank's ring; progress() fails only
-        // what can no longer complete.
-        peer.departed = true;
-        break;
-      case SideNews::Kind::kFailureNotice:
-        failed = failPeer(
-            peer, remoteError("it stopped after a failure of its own (a timeout or an abort)"),
-            true, news.culprit);
-        break;
-      case SideNews::Kind::kClosed:
-        failed = failPeer(peer, remoteError("the peer process died or aborted (its socket closed "
-                                            "without a goodbye)"));
-        break;
+    const ProcessWatch& watch = *watches_[what - kWatchEvent];
+    epoll_ctl(epollFd_, EPOLL_CTL_DEL, watch.fd, nullptr);
+    Status exited = processExited(watch.pid);
+    if (failure.isOk()) failure = exited;
+  }
+  Status states = readPeerStates();
+  return failure.isOk() ? states : failure;
+}
+
+Status ShmTransport::readPeerStates() {
+  const uint64_t news = locals_[myIndex_].view.header().news.load(std::memory_order_acquire);
+  if (news == seenNews_) return Status::ok();
+  seenNews_ = news;
+  Status failure;
+  for (LocalPeer& peer : locals_) {
+    if (peer.index == myIndex_ || peer.dead || peer.departed || peer.view.base == nullptr) {
+      continue;
     }
-    epoll_ctl(epollFd_, EPOLL_CTL_DEL, peer.link.fd(), nullptr);
+    const auto state =
+        static_cast<OwnerState>(peer.view.header().state.load(std::memory_order_seq_cst));
+    Status failed = failWithState(peer, state);
+    if (failure.isOk()) failure = failed;
+  }
+  return failure;
+}
+
+Status ShmTransport::failWithState(LocalPeer& peer, OwnerState state) {
+  switch (state) {
+    case OwnerState::kRunning:
+      return Status::ok();
+    case OwnerState::kDeparted:
+      // Messages it sent before leaving are still in this rank's ring; progress() fails only
+      // what can no longer complete.
+      peer.departed = true;
+      activate(peer);
+      return Status::ok();
+    case OwnerState::kFailed:
+      return failPeer(peer,
+                      remoteError("it stopped after a failure of its own (a timeout or an abort)"),
+                      true, peer.view.header().culprit.load(std::memory_order_seq_cst));
+    case OwnerState::kClosed:
+      break;
+  }
+  return failPeer(peer, remoteError("the peer died or aborted (it closed its communicator "
+                                    "without a goodbye)"));
+}
+
+// A rank whose state says more (it left, or failed first) is judged by that; the others died
+// with their process.
+Status ShmTransport::processExited(pid_t pid) {
+  Status failure;
+  for (LocalPeer& peer : locals_) {
+    if (peer.index == myIndex_ || peer.pid != pid || peer.dead || peer.departed) continue;
+    const auto state =
+        static_cast<OwnerState>(peer.view.header().state.load(std::memory_order_seq_cst));
+    Status failed = state != OwnerState::kRunning
+                        ? failWithState(peer, state)
+                        : failPeer(peer, remoteError("the peer process died (pid " +
+                                                     std::to_string(pid) + " exited)"));
     if (failure.isOk()) failure = failed;
   }
   return failure;
@@ -238,41 +290,52 @@ Status ShmTransport::collectEvents() {
 Status ShmTransport::progress(bool woken) {
   Status failure = std::move(pendingFailure_);
   pendingFailure_ = Status::ok();
-  if (woken) {
-    Status events = collectEvents();
-    if (failure.isOk()) failure = events;
-  }
-  for (LocalPeer& peer : locals_) {
-    if (peer.index == myIndex_ || peer.dead) continue;
-    bool published = pushSends(peer);
-    retireReads(peer);
-    bool consumed = false;
-    Status pulled = pullRecvs(peer, &consumed);
-    if (!pulled.isOk()) {
-      // A failed read usually means the peer exited after a failure elsewhere: its notice, or
-      // the culprit's own hang-up, names the origin better, so read the sockets first.
-      Status events = collectEvents();
-      Status failed = peer.dead ? Status::ok() : failPeer(peer, pulled);
-      if (failure.isOk()) failure = events.isOk() ? failed : events;
-      continue;
-    }
-    if (peer.departed) {
-      const bool drained = locals_[myIndex_].view.ring(peer.index).head.load() == peer.tail;
-      if (!peer.sends.empty() || !peer.awaitingRead.empty() || (!peer.recvs.empty() && drained)) {
-        Status left =
-            failPeer(peer, remoteError("the peer destroyed its communicator while this rank "
-                                       "still had transfers with it"));
-        if (failure.isOk()) failure = left;
-      }
-      continue;
-    }
-    // The peer may sleep waiting for ring space, a read to finish, or this message.
-    if (published || consumed) {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      wake(peer);
+  // A peer's news costs a polling rank one load of its own header; a readable pidfd is noticed
+  // when woken (the eventfd a peer writes with its news wakes a sleeping rank too).
+  Status events = woken ? collectEvents() : readPeerStates();
+  if (failure.isOk()) failure = events;
+  for (size_t next = 0; next < active_.size();) {
+    LocalPeer& peer = locals_[active_[next]];
+    Status step = progressPeer(peer);
+    if (failure.isOk()) failure = step;
+    if (peer.dead || (peer.sends.empty() && peer.awaitingRead.empty() && peer.recvs.empty())) {
+      peer.active = false;
+      active_[next] = active_.back();
+      active_.pop_back();
+    } else {
+      ++next;
     }
   }
   return failure;
+}
+
+Status ShmTransport::progressPeer(LocalPeer& peer) {
+  if (peer.dead) return Status::ok();
+  bool published = pushSends(peer);
+  retireReads(peer);
+  bool consumed = false;
+  Status pulled = pullRecvs(peer, &consumed);
+  if (!pulled.isOk()) {
+    // A failed read usually means the peer exited after a failure elsewhere: its notice, or
+    // its process's exit, names the origin better, so read those first.
+    Status events = collectEvents();
+    Status failed = peer.dead ? Status::ok() : failPeer(peer, pulled);
+    return events.isOk() ? failed : events;
+  }
+  if (peer.departed) {
+    const bool drained = locals_[myIndex_].view.ring(peer.index).head.load() == peer.tail;
+    if (!peer.sends.empty() || !peer.awaitingRead.empty() || (!peer.recvs.empty() && drained)) {
+      return failPeer(peer, remoteError("the peer destroyed its communicator while this rank "
+                                        "still had transfers with it"));
+    }
+    return Status::ok();
+  }
+  // The peer may sleep waiting for ring space, a read to finish, or this message.
+  if (published || consumed) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    wake(peer);
+  }
+  return Status::ok();
 }
 
 // True when something can move without waiting for a peer.
@@ -283,7 +346,7 @@ bool ShmTransport::hasWork(LocalPeer& peer) {
   }
   RingControl& theirs = peer.view.ring(myIndex_);
   uint64_t tail = theirs.tail.load(std::memory_order_seq_cst);
-  if (!peer.sends.empty() && peer.head - tail < kSlots) return true;
+  if (!peer.sends.empty() && peer.head - tail < peer.view.layout.slots) return true;
   if (!peer.awaitingRead.empty() && peer.awaitingRead.front()->slot < tail) return true;
   return false;
 }
@@ -291,8 +354,9 @@ bool ShmTransport::hasWork(LocalPeer& peer) {
 bool ShmTransport::prepareToSleep() {
   locals_[myIndex_].view.header().sleeping.store(1, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  for (LocalPeer& peer : locals_) {
-    if (peer.index != myIndex_ && !peer.dead && hasWork(peer)) {
+  for (int index : active_) {
+    LocalPeer& peer = locals_[index];
+    if (!peer.dead && hasWork(peer)) {
       finishSleep();
       return false;
     }
@@ -313,33 +377,48 @@ void ShmTransport::publish(int which, uint64_t value) {
 }
 
 int ShmTransport::findCulprit() {
-  [[maybe_unused]] Status ignored = collectEvents();  // reads notices and hang-ups
+  if (!locals_.empty()) [[maybe_unused]]
+    Status ignored = collectEvents();
   return failures_.culprit();
 }
 
-void ShmTransport::announceFailure(int culprit) {
-  // Failed peers too: a protocol error (a message mismatch) leaves the link up, and that peer may
-  // be waiting for this rank; on a closed link the send just fails.
+void ShmTransport::announce(OwnerState state, int culprit) {
+  SegmentHeader& mine = locals_[myIndex_].view.header();
+  mine.culprit.store(culprit, std::memory_order_seq_cst);
+  mine.state.store(static_cast<uint32_t>(state), std::memory_order_seq_cst);
   for (LocalPeer& peer : locals_) {
-    if (peer.index == myIndex_ || peer.departed || !peer.link.isOpen()) continue;
-    sendFailureNotice(peer.link.fd(), culprit);
+    if (peer.index == myIndex_ || peer.view.base == nullptr) continue;  // set-up cut short
+    peer.view.header().news.fetch_add(1, std::memory_order_seq_cst);
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t ignored = write(peer.endpoint->wakeFd, &one, sizeof(one));
   }
 }
 
+// Failed peers are told too: a protocol error (a message mismatch) leaves a peer running, and it
+// may be waiting for this rank.
+void ShmTransport::announceFailure(int culprit) {
+  if (myIndex_ < 0 || locals_.empty()) return;
+  announce(OwnerState::kFailed, culprit);
+}
+
 void ShmTransport::close(bool graceful) {
-  for (LocalPeer& peer : locals_) {
-    if (peer.index == myIndex_) continue;
-    if (graceful && !peer.dead && peer.link.isOpen()) sendGoodbye(peer.link.fd());
-    peer.link.close();
-    if (peer.wakeFd >= 0) ::close(peer.wakeFd);
-    peer.wakeFd = -1;
-    peer.segment.reset();
+  const bool connected =
+      myIndex_ >= 0 && myIndex_ < localSize() && locals_[myIndex_].endpoint != nullptr;
+  if (connected) {
+    const auto state = static_cast<OwnerState>(
+        locals_[myIndex_].view.header().state.load(std::memory_order_seq_cst));
+    if (state == OwnerState::kRunning) {
+      announce(graceful ? OwnerState::kDeparted : OwnerState::kClosed, -1);
+    }
   }
+  // Peers of this process keep what they use of this rank's endpoint (its eventfd included).
   locals_.clear();
   byRank_.clear();
+  active_.clear();
+  watches_.clear();
   listener_.close();
   if (epollFd_ >= 0) ::close(epollFd_);
-  if (wakeFd_ >= 0) ::close(wakeFd_);
+  if (wakeFd_ >= 0 && !wakeFdHandedOver_) ::close(wakeFd_);
   epollFd_ = wakeFd_ = -1;
 }
 

@@ -18,12 +18,14 @@
 #include "net/socket.h"
 #include "net/wire.h"
 #include "scoped_env.h"
+#include "unit/bootstrap/rendezvous_by_hand.h"
 #include "unit/strays.h"
 
 using weft::Deadline;
 using weft::Status;
 using weft::bootstrap::Bootstrap;
 using weft::bootstrap::UniqueIdContents;
+using weft::test::joinByHand;
 
 namespace {
 
@@ -31,26 +33,6 @@ namespace {
 struct LoopbackOnly : weft::test::ScopedEnv {
   LoopbackOnly() : ScopedEnv("WEFT_SOCKET_IFNAME", "lo") {}
 };
-
-// Joins the rendezvous as `rank` without the Bootstrap class (so that a test can then leave, or
-// read the table itself); returns the root connection, the reply not yet read.
-weft::net::Socket joinByHand(const UniqueIdContents& id, int rank, int nranks,
-                             const weft::net::SocketAddress& ring, const std::string& description) {
-  namespace rv = weft::bootstrap::rendezvous;
-  Deadline deadline = Deadline::after(5000);
-  weft::net::Socket root;
-  REQUIRE(weft::net::connectTo(id.root, deadline, &root).isOk());
-  REQUIRE(weft::net::authenticateClient(root.fd(), id.secret, weft::net::Purpose::kRendezvous, 0,
-                                        deadline)
-              .isOk());
-  rv::JoinHeader join;
-  join.rank = static_cast<uint32_t>(rank);
-  join.nranks = static_cast<uint32_t>(nranks);
-  join.ring = ring;
-  join.descriptionBytes = static_cast<uint32_t>(description.size());
-  REQUIRE(rv::sendJoin(root.fd(), join, description, deadline).isOk());
-  return root;
-}
 
 UniqueIdContents freshId() {
   weftUniqueId id;
@@ -216,7 +198,7 @@ TEST_CASE("an authenticated join with a bad header is dropped alone", "[bootstra
   join.rank = 0;
   join.nranks = 2;
   join.ring = weft::net::SocketAddress::any(AF_INET, 1);
-  join.descriptionBytes = 1u << 30;  // over the cap: must not be allocated
+  join.protocol = 1;  // a version-1 join put its description's length here: refused, not misread
   uint8_t header[weft::bootstrap::rendezvous::kJoinHeaderBytes];
   weft::bootstrap::rendezvous::encodeJoinHeader(join, header);
   REQUIRE(weft::net::sendAll(socket.fd(), header, sizeof(header), Deadline::after(1000)).isOk());
@@ -279,8 +261,7 @@ TEST_CASE("a rank that leaves the rendezvous after joining fails the round at on
           "[bootstrap][root]") {
   LoopbackOnly loopback;
   UniqueIdContents id = freshId();
-  weft::net::Socket leaver =
-      joinByHand(id, 1, 3, weft::net::SocketAddress::any(AF_INET, 1), descriptionOf(1));
+  weft::net::Socket leaver = joinByHand(id, 1, 3, weft::net::SocketAddress::any(AF_INET, 1));
   Status statuses[2];
   std::unique_ptr<Bootstrap> boots[2];
   double seconds[2] = {0, 0};
@@ -308,8 +289,7 @@ TEST_CASE("a rank that leaves the rendezvous after joining fails the round at on
 TEST_CASE("a rank that joins again within the grace period keeps the round", "[bootstrap][root]") {
   LoopbackOnly loopback;
   UniqueIdContents id = freshId();
-  weft::net::Socket first =
-      joinByHand(id, 1, 2, weft::net::SocketAddress::any(AF_INET, 1), descriptionOf(1));
+  weft::net::Socket first = joinByHand(id, 1, 2, weft::net::SocketAddress::any(AF_INET, 1));
   first.close();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::vector<RankResult> ranks = createRanks(id, 2);  // rank 1 restarted, and rank 0
@@ -439,52 +419,56 @@ TEST_CASE("strays on the ring listener are dropped", "[bootstrap]") {
       [&] { rank1Status = Bootstrap::create(id, 1, 2, "one", Deadline::after(8000), &rank1); });
 
   Deadline deadline = Deadline::after(5000);
-  weft::net::Socket root = joinByHand(id, 0, 2, ringAddress, "zero");
-  rv::Table table;
-  REQUIRE(rv::readReply(root.fd(), 2, deadline, &table).isOk());
-  CHECK(table.descriptions[1] == "one");
+  weft::net::Socket root = joinByHand(id, 0, 2, ringAddress);
+  rv::Assignment assignment;
+  REQUIRE(rv::readReply(root.fd(), 2, deadline, &assignment).isOk());
+  const weft::net::SocketAddress& rank1Address = assignment.next;
 
   // Stray 1: a wrong secret. Stray 2: authenticated but claiming another rank. Stray 3: garbage.
   weft::net::Secret wrong = id.secret;
   wrong[5] ^= 1;
   weft::net::Socket stray1, stray2, stray3;
-  REQUIRE(weft::net::connectTo(table.ring[1], deadline, &stray1).isOk());
-  CHECK(
-      weft::net::authenticateClient(stray1.fd(), wrong, Purpose::kBootstrap, table.commId, deadline)
-          .code() == weftInvalidUsage);
+  REQUIRE(weft::net::connectTo(rank1Address, deadline, &stray1).isOk());
+  CHECK(weft::net::authenticateClient(stray1.fd(), wrong, Purpose::kBootstrap, assignment.commId,
+                                      deadline)
+            .code() == weftInvalidUsage);
   stray1.close();
-  REQUIRE(weft::net::connectTo(table.ring[1], deadline, &stray2).isOk());
-  REQUIRE(weft::net::authenticateClient(stray2.fd(), id.secret, Purpose::kBootstrap, table.commId,
-                                        deadline)
+  REQUIRE(weft::net::connectTo(rank1Address, deadline, &stray2).isOk());
+  REQUIRE(weft::net::authenticateClient(stray2.fd(), id.secret, Purpose::kBootstrap,
+                                        assignment.commId, deadline)
               .isOk());
   uint8_t rankBytes[4];
   weft::net::wire::putU32(rankBytes, 5);
   REQUIRE(weft::net::sendAll(stray2.fd(), rankBytes, 4, deadline).isOk());
-  REQUIRE(weft::net::connectTo(table.ring[1], deadline, &stray3).isOk());
+  REQUIRE(weft::net::connectTo(rank1Address, deadline, &stray3).isOk());
   std::vector<uint8_t> junk(64, 0x33);
   REQUIRE(weft::net::sendAll(stray3.fd(), junk.data(), junk.size(), deadline).isOk());
   // Strays 4 and 5: silent; served alongside the real connection, not 5 s each before it.
-  std::vector<weft::net::Socket> silent = weft::test::silentStrays(table.ring[1], 2);
+  std::vector<weft::net::Socket> silent = weft::test::silentStrays(rank1Address, 2);
   auto start = std::chrono::steady_clock::now();
 
   // The real rank 0 connection, then rank 1's connection to us.
   weft::net::Socket next;
-  REQUIRE(weft::net::connectTo(table.ring[1], deadline, &next).isOk());
-  REQUIRE(weft::net::authenticateClient(next.fd(), id.secret, Purpose::kBootstrap, table.commId,
-                                        deadline)
+  REQUIRE(weft::net::connectTo(rank1Address, deadline, &next).isOk());
+  REQUIRE(weft::net::authenticateClient(next.fd(), id.secret, Purpose::kBootstrap,
+                                        assignment.commId, deadline)
               .isOk());
   weft::net::wire::putU32(rankBytes, 0);
   REQUIRE(weft::net::sendAll(next.fd(), rankBytes, 4, deadline).isOk());
   weft::net::Socket prev;
   REQUIRE(weft::net::acceptOne(listener, deadline, &prev, nullptr).isOk());
-  REQUIRE(weft::net::authenticateServer(prev.fd(), id.secret, Purpose::kBootstrap, table.commId,
-                                        deadline)
+  REQUIRE(weft::net::authenticateServer(prev.fd(), id.secret, Purpose::kBootstrap,
+                                        assignment.commId, deadline)
               .isOk());
   REQUIRE(weft::net::recvAll(prev.fd(), rankBytes, 4, deadline).isOk());
   CHECK(weft::net::wire::getU32(rankBytes) == 1);
+  // The descriptions then go around the ring.
+  weft::test::sendDescriptionFrame(next.fd(), "zero", 4);
+  CHECK(weft::test::readDescriptionFrame(prev.fd()) == "one");
   rank1Thread.join();
   INFO(rank1Status.message());
   CHECK(rank1Status.isOk());
+  if (rank1) CHECK(rank1->descriptions()[0] == "zero");
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 3.0);
 }
 

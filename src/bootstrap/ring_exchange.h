@@ -1,0 +1,30 @@
+// One step of a ring exchange on the bootstrap's non-blocking sockets: send to one neighbour
+// while receiving from the other, so that neither direction waits for the other to drain
+// (sequential send-then-receive deadlocks once a block exceeds the socket buffers).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "base/deadline.h"
+#include "base/status.h"
+
+namespace weft::bootstrap {
+
+// One direction of an exchange: a buffer and the rank it goes to or comes from.
+struct Transfer {
+  int fd;
+  uint8_t* data;
+  size_t left;
+  int peer;
+};
+
+// Called once when the incoming transfer has arrived, for a message whose length only its first
+// bytes tell: it checks them and may point the transfer at the rest (left > 0) to receive too.
+using MoreToReceive = std::function<Status(Transfer* in)>;
+
+// Errors name the peer: "rank 3 closed the connection", or what was pending at the deadline.
+Status exchange(Transfer out, Transfer in, Deadline deadline, const MoreToReceive& more = {});
+
+}  // namespace weft::bootstrap
