@@ -27,20 +27,14 @@ using weft::bootstrap::Bootstrap;
 using weft::bootstrap::UniqueIdContents;
 using weft::test::joinByHand;
 
+using weft::test::freshId;
+
 namespace {
 
 // Every test here listens and connects on loopback only.
 struct LoopbackOnly : weft::test::ScopedEnv {
   LoopbackOnly() : ScopedEnv("WEFT_SOCKET_IFNAME", "lo") {}
 };
-
-UniqueIdContents freshId() {
-  weftUniqueId id;
-  REQUIRE(weft::bootstrap::createUniqueId(&id).isOk());
-  UniqueIdContents contents;
-  REQUIRE(weft::bootstrap::decodeUniqueId(id, &contents).isOk());
-  return contents;
-}
 
 std::string descriptionOf(int rank) {
   return "rank-" + std::to_string(rank) + std::string(rank * 100, 'd');

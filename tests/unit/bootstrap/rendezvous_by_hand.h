@@ -17,6 +17,15 @@
 
 namespace weft::test {
 
+// A unique id's contents, as a rank decodes them.
+inline bootstrap::UniqueIdContents freshId() {
+  weftUniqueId id;
+  REQUIRE(bootstrap::createUniqueId(&id).isOk());
+  bootstrap::UniqueIdContents contents;
+  REQUIRE(bootstrap::decodeUniqueId(id, &contents).isOk());
+  return contents;
+}
+
 // Joins the rendezvous as `rank` without the Bootstrap class (so that a test can then leave, or
 // read the reply itself); returns the root connection, the reply not yet read.
 inline net::Socket joinByHand(const bootstrap::UniqueIdContents& id, int rank, int nranks,

@@ -23,15 +23,9 @@ using weft::bootstrap::Bootstrap;
 using weft::bootstrap::UniqueIdContents;
 namespace rv = weft::bootstrap::rendezvous;
 
-namespace {
+using weft::test::freshId;
 
-UniqueIdContents freshId() {
-  weftUniqueId id;
-  REQUIRE(weft::bootstrap::createUniqueId(&id).isOk());
-  UniqueIdContents contents;
-  REQUIRE(weft::bootstrap::decodeUniqueId(id, &contents).isOk());
-  return contents;
-}
+namespace {
 
 // A distinct, never-dialled ring address per rank (the root only passes them on).
 weft::net::SocketAddress fakeRingAddress(int rank) {

@@ -157,6 +157,18 @@ net::AcceptSpec stormSpec(int expected) {
   return spec;
 }
 
+// The acceptor returned ok and kept every peer of the storm, each of which saw its connection
+// through.
+void checkKeptWhole(AcceptRun& run, Storm& storm) {
+  Status status = run.finish();
+  INFO(status.message());
+  REQUIRE(status.isOk());
+  std::vector<std::string> failed = storm.failures();
+  INFO((failed.empty() ? std::string() : failed.front()));
+  CHECK(failed.empty());
+  CHECK(run.ids() == storm.ids());
+}
+
 }  // namespace
 
 TEST_CASE_METHOD(StormFixture, "a storm of honest peers with slow ones among them is kept whole",
@@ -168,13 +180,7 @@ TEST_CASE_METHOD(StormFixture, "a storm of honest peers with slow ones among the
   // would be dropped to make room.
   AcceptRun run(listening.socket, stormSpec(peers));
   Storm storm(address, peers, /*slowHellos=*/true);
-  Status status = run.finish();
-  INFO(status.message());
-  REQUIRE(status.isOk());
-  std::vector<std::string> failed = storm.failures();
-  INFO((failed.empty() ? std::string() : failed.front()));
-  CHECK(failed.empty());
-  CHECK(run.ids() == storm.ids());
+  checkKeptWhole(run, storm);
   CHECK(capture.warnings({"dropped a connection"}) == 0);
   // The slow peers' pause and the handshakes' work; the acceptor adds no rounds of its own.
   CHECK(run.seconds() < 5.0);
@@ -210,13 +216,7 @@ TEST_CASE_METHOD(StormFixture,
   Dribbler dribbler(address, std::string(60, 'W'), 100);
 
   Storm storm(address, peers, /*slowHellos=*/false);
-  Status status = run.finish();
-  INFO(status.message());
-  REQUIRE(status.isOk());
-  std::vector<std::string> failed = storm.failures();
-  INFO((failed.empty() ? std::string() : failed.front()));
-  CHECK(failed.empty());
-  CHECK(run.ids() == storm.ids());
+  checkKeptWhole(run, storm);
   CHECK(run.seconds() < 6.0);
 
   // Every stray dropped and named: the 24 at once, and the 41 for room, at their cap or at the end.
