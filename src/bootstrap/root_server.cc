@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/descriptor_limit.h"
 #include "base/log.h"
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/root_connection.h"
@@ -525,6 +526,7 @@ void RootServerImpl::onDeadline() {
 
 Status RootServer::start(const net::SocketAddress& address, const net::Secret& secret,
                          Deadline deadline, std::shared_ptr<RootServer>* out) {
+  raiseDescriptorLimit();  // it holds a descriptor per rank until every rank has joined
   auto server = std::make_shared<RootServerImpl>(secret, deadline);
   WEFT_TRY(server->init(address));
   *out = std::move(server);

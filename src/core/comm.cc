@@ -8,6 +8,7 @@
 #include <set>
 
 #include "algos/algo_context.h"
+#include "base/descriptor_limit.h"
 #include "base/log.h"
 #include "topo/host_id.h"
 #include "topo/machine.h"
@@ -93,6 +94,7 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   self.startTicks = topo::selfStartTicks();
   self.hostName = topo::hostName();
   std::unique_ptr<TransportWiring> wiring;
+  if (nranks > 1) raiseDescriptorLimit();
   if (nranks > 1) WEFT_TRY(TransportWiring::listen(config.transports, &self, &wiring));
   WEFT_TRY(exchangeDescriptions(comm.get(), self, id, deadline));
 
