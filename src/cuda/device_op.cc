@@ -146,6 +146,9 @@ Status runDeviceOp(weftComm* comm, const Op& op, const HostRunner& runHost) {
   const StagingPlan plan(op, comm->nranks, comm->rank);
   Status result = plan.empty() ? runHost(op) : runOnDevice(comm, op, plan, deadline, runHost);
   // The results are in place (or the call failed and they never will be): the streams go on.
+  // A failure is recorded first, so that a caller who synchronises the stream and then asks
+  // weftCommGetAsyncError already sees it.
+  if (!result.isOk()) markFailed(comm, result);
   if (order != nullptr) order->release();
   return result;
 }
