@@ -143,7 +143,7 @@ Status ShmTransport::sendTable(int socket, const std::vector<RankRecord>& table,
     Endpoint& endpoint = *locals_[index].endpoint;
     fds.push_back(endpoint.segmentDescriptor());
     fds.push_back(endpoint.wakeFd);
-    if (fds.size() == 2 * kRanksPerFdMessage || index + 1 == table.size()) {
+    if (fds.size() == 2 * kRanksPerFdMessage) {
       const uint32_t count = static_cast<uint32_t>(fds.size() / 2);
       WEFT_TRY(net::sendWithFds(socket, &count, sizeof(count), fds, deadline));
       fds.clear();
