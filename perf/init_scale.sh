@@ -4,10 +4,12 @@
 # (perf/init_footprint.cc), for ranks as threads of one process and as processes under weftrun.
 # Rounds alternate the builds and the sizes; the table gives the median wall time and its
 # spread. Several builds (e.g. before and after a change) are compared side by side; a build
-# without init_footprint gets it compiled from this checkout against its library.
+# without init_footprint gets it compiled from this checkout against its library. A build
+# given as BUILD_DIR@VAR=VALUE[,VAR=VALUE] runs with those variables set, so that one build can
+# be compared with itself under two settings (build@WEFT_RUNTIME_CONNECT=0 against build).
 #
-#   perf/init_scale.sh BUILD_DIR [BUILD_DIR...] [--threads 16,256,1024] [--processes 16,64,192]
-#       [--rounds 3]
+#   perf/init_scale.sh BUILD_DIR[@VAR=VALUE,...] [BUILD_DIR...] [--threads 16,256,1024]
+#       [--processes 16,64,192] [--rounds 3]
 #
 # Loopback only (WEFT_SOCKET_IFNAME=lo). A failed init is a row saying so, not an abort.
 set -euo pipefail
@@ -26,6 +28,14 @@ done
 export WEFT_SOCKET_IFNAME=lo
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
+labels=("${builds[@]}") settings=()
+for b in "${!builds[@]}"; do
+  settings[b]=""
+  if [[ ${builds[b]} == *@* ]]; then
+    settings[b]=${builds[b]#*@}
+    builds[b]=${builds[b]%%@*}
+  fi
+done
 for build in "${builds[@]}"; do
   if [[ ! -x $build/perf/init_footprint ]]; then
     g++ -O2 -std=c++17 -I"$here/../include" -I"$build/include" "$here/init_footprint.cc" \
@@ -36,13 +46,14 @@ done
 # One job; appends "wall_s fds threads rss_kb wrong" (per rank) to $out/<build#>-<kind>-<n>.
 run_once() {
   local b=$1 kind=$2 n=$3 log="$out/job.log" start end
-  local build=${builds[$b]}
+  local build=${builds[$b]} vars=()
   local probe="$build/perf/init_footprint" weftrun="$build/tools/weftrun"
+  [[ -n ${settings[$b]} ]] && IFS=, read -ra vars <<<"${settings[$b]}"
   start=$(date +%s.%N)
   if [[ $kind == threads ]]; then
-    timeout 120 "$probe" -t "$n" >"$log" 2>&1 || echo "failed" >>"$log"
+    timeout 120 env "${vars[@]}" "$probe" -t "$n" >"$log" 2>&1 || echo "failed" >>"$log"
   else
-    timeout 120 "$weftrun" -n "$n" "$probe" >"$log" 2>&1 || echo "failed" >>"$log"
+    timeout 120 env "${vars[@]}" "$weftrun" -n "$n" "$probe" >"$log" 2>&1 || echo "failed" >>"$log"
   fi
   end=$(date +%s.%N)
   python3 - "$kind" "$n" "$start" "$end" "$log" >>"$out/$b-$kind-$n" <<'EOF'
@@ -71,7 +82,7 @@ for ((round = 0; round < rounds; ++round)); do
   done
 done
 
-for b in "${!builds[@]}"; do echo "build $b: ${builds[$b]}"; done
+for b in "${!builds[@]}"; do echo "build $b: ${labels[$b]}"; done
 echo
 echo "| build | ranks as | N | init + first all-reduce, s (median, min-max of $rounds) | fds per rank | threads per rank | resident KiB per rank | #wrong |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|"

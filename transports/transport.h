@@ -67,12 +67,15 @@ class Transport {
 
   // Before the init allgather: become reachable; *address is published to every peer.
   virtual Status listen(std::string* address) = 0;
-  // After it: establish authenticated connections with each rank in `peers` (all ranks whose
-  // pairs this transport serves; they call connect with this rank in their list).
+  // After it: make ready to reach each rank in `peers` (all ranks whose pairs this transport
+  // serves; they call connect with this rank in their list). A transport may connect a pair
+  // here or on its first use (tcp does, by default): then a transfer with a peer that is gone
+  // by then fails naming it, like one posted after the loss of an established connection.
   virtual Status connect(const ConnectContext& context, const std::vector<int>& peers) = 0;
   virtual void post(Xfer* xfer) = 0;
   // Advances transfers. A peer that vanished fails the transfers that involve it, and the
-  // return value reports it (naming the peer) even when no transfer was pending on it.
+  // return value reports it (naming the peer) even when no transfer was pending on it, once
+  // the pair is connected (a pair never used has no connection to lose).
   // woken: the caller slept on waitFd() since the last call, so readiness changed and the
   // transport should consult it; otherwise the caller is polling and the transport may simply
   // try its pending transfers (cheaper than asking the kernel what is ready first).

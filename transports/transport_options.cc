@@ -55,6 +55,11 @@ Status applyTransportEnvironment(TransportOptions* out) {
     WEFT_TRY(env::getBounded("WEFT_NSOCKS", 1, 16, &sockets));
     out->socketsPerPeer = static_cast<int>(sockets);
   }
+  if (env::isSet("WEFT_RUNTIME_CONNECT")) {
+    int64_t runtime = 1;
+    WEFT_TRY(env::getBounded("WEFT_RUNTIME_CONNECT", 0, 1, &runtime));
+    out->connectAtInit = runtime == 0;
+  }
   const char* source = "config.transport";
   if (auto transport = env::get("WEFT_TRANSPORT")) {
     out->forced = *transport;

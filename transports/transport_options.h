@@ -13,7 +13,8 @@ namespace weft {
 struct TransportOptions {
   std::string forced;  // WEFT_TRANSPORT or config.transport: "" (automatic), tcp, shm or rdma
   // tcp
-  int socketsPerPeer = 1;  // WEFT_NSOCKS; a pair uses the smaller of its two ends' values
+  int socketsPerPeer = 1;      // WEFT_NSOCKS; a pair uses the smaller of its two ends' values
+  bool connectAtInit = false;  // WEFT_RUNTIME_CONNECT=0
   // shm
   size_t shmWindowBytes = 8 << 20;           // WEFT_SHM_WINDOW_BYTES: per rank
   size_t shmCrossMemoryMinBytes = 64 << 10;  // WEFT_SHM_CMA_MIN_BYTES; 0 turns single-copy off

@@ -37,7 +37,8 @@ Status TransportWiring::listen(const TransportOptions& options, PeerInfo* self,
                                std::unique_ptr<TransportWiring>* out) {
   // Both transports become reachable before the layout is known; the one without peers closes.
   std::unique_ptr<TransportWiring> wiring(new TransportWiring(options));
-  wiring->tcp_ = tcp::createTcpTransport(tcp::TcpOptions{options.socketsPerPeer});
+  wiring->tcp_ =
+      tcp::createTcpTransport(tcp::TcpOptions{options.socketsPerPeer, options.connectAtInit});
   WEFT_TRY(wiring->tcp_->listen(&self->tcpAddress));
   if (options.forced.empty() || options.forced == "shm") {
     wiring->shm_ = shm::createShmTransport(

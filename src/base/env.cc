@@ -96,6 +96,10 @@ constexpr Variable kVariables[] = {
     {"WEFT_NSOCKS", "1",
      "TCP sockets per peer (1..16); messages of 256 KiB and more are striped over them. More than "
      "one helps on links where a single TCP flow cannot fill the path."},
+    {"WEFT_RUNTIME_CONNECT", "1",
+     "1: a TCP pair connects the first time something is posted between its ranks, so a job "
+     "connects only the pairs its algorithms use. 0: every pair connects while the communicator "
+     "is created (failures show at init, first calls pay nothing). As NCCL_RUNTIME_CONNECT."},
     {"WEFT_SOCKET_FAMILY", "", "AF_INET or AF_INET6: the address family to use."},
     {"WEFT_SOCKET_IFNAME", "",
      "Interfaces to use: a comma list of prefixes, '^' to exclude, '=' for exact names "

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "bootstrap/description_stream.h"
 #include "bootstrap/rendezvous_wire.h"
 #include "bootstrap/ring_exchange.h"
 #include "net/acceptor.h"
@@ -178,34 +179,9 @@ Status RingBootstrap::gatherDescriptions(const std::string& mine, Deadline deadl
                             std::to_string(rank_) + ")");
 }
 
-// Each description goes once around the ring, prefixed by its length, since they differ in
-// size: N-1 steps of one exchange each, and every rank handles each description once.
 Status RingBootstrap::ringGatherDescriptions(Deadline deadline) {
-  for (int step = 0; step < nranks_ - 1; ++step) {
-    const int sendBlock = (rank_ - step + nranks_) % nranks_;
-    const int recvBlock = (rank_ - step - 1 + nranks_) % nranks_;
-    const std::string& outgoing = descriptions_[static_cast<size_t>(sendBlock)];
-    std::vector<uint8_t> frame(4 + outgoing.size());
-    net::wire::putU32(frame.data(), static_cast<uint32_t>(outgoing.size()));
-    std::memcpy(frame.data() + 4, outgoing.data(), outgoing.size());
-    uint8_t length[4];
-    std::string& incoming = descriptions_[static_cast<size_t>(recvBlock)];
-    auto body = [&](Transfer* in) {
-      uint32_t bytes = net::wire::getU32(length);
-      if (bytes > rendezvous::kMaxDescriptionBytes) {
-        return remoteError(rankName(prevRank()) + " forwarded a " + std::to_string(bytes) +
-                           "-byte description for " + rankName(recvBlock) + " (at most " +
-                           std::to_string(rendezvous::kMaxDescriptionBytes) + ")");
-      }
-      incoming.resize(bytes);
-      in->data = reinterpret_cast<uint8_t*>(incoming.data());
-      in->left = bytes;
-      return Status::ok();
-    };
-    WEFT_TRY(exchange({next_.fd(), frame.data(), frame.size(), nextRank()},
-                      {prev_.fd(), length, sizeof(length), prevRank()}, deadline, body));
-  }
-  return Status::ok();
+  return streamDescriptions({rank_, nranks_, next_.fd(), prev_.fd()},
+                            rendezvous::kMaxDescriptionBytes, deadline, &descriptions_);
 }
 
 Status RingBootstrap::barrier(Deadline deadline) {

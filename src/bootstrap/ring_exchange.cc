@@ -15,14 +15,8 @@ std::string rankName(int rank) {
 
 }  // namespace
 
-Status exchange(Transfer out, Transfer in, Deadline deadline, const MoreToReceive& more) {
-  bool askedForMore = !more;
+Status exchange(Transfer out, Transfer in, Deadline deadline) {
   while (true) {
-    // An empty incoming message may be complete before anything is read.
-    if (in.left == 0 && !askedForMore) {
-      askedForMore = true;
-      WEFT_TRY(more(&in));
-    }
     if (out.left == 0 && in.left == 0) return Status::ok();
     bool progress = false;
     if (out.left > 0) {

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 
 #include "base/deadline.h"
 #include "base/status.h"
@@ -20,11 +19,7 @@ struct Transfer {
   int peer;
 };
 
-// Called once when the incoming transfer has arrived, for a message whose length only its first
-// bytes tell: it checks them and may point the transfer at the rest (left > 0) to receive too.
-using MoreToReceive = std::function<Status(Transfer* in)>;
-
 // Errors name the peer: "rank 3 closed the connection", or what was pending at the deadline.
-Status exchange(Transfer out, Transfer in, Deadline deadline, const MoreToReceive& more = {});
+Status exchange(Transfer out, Transfer in, Deadline deadline);
 
 }  // namespace weft::bootstrap

@@ -3,6 +3,8 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -24,8 +26,10 @@ using Clock = std::chrono::steady_clock;
 // After an accept() failure that concerns the listener (out of descriptors, say), the listener is
 // left alone this long rather than polled in a tight loop.
 constexpr int kListenerPauseMs = 100;
-// epoll's key for the listener; connections are keyed by their serial number, counted from 1.
+// epoll's keys for the listener and the timer; connections are keyed by their serial number,
+// counted from 2.
 constexpr uint64_t kListenerKey = 0;
+constexpr uint64_t kTimerKey = 1;
 constexpr int kEventsPerWake = 256;
 
 // Unix-domain peers have no address to name.
@@ -55,14 +59,29 @@ struct InFlight {
   Deadline deadline;
 };
 
+}  // namespace
+
+namespace detail {
+
 class Acceptor {
  public:
-  Acceptor(const Socket& listener, const AcceptSpec& spec,
-           const std::function<Status(Arrival&)>& judge,
-           const std::function<std::string()>& describeMissing)
-      : listener_(listener), spec_(spec), judge_(judge), describeMissing_(describeMissing) {}
+  Acceptor(const Socket& listener, AcceptSpec spec, std::function<Status(Arrival&)> judge,
+           std::function<std::string()> describeMissing)
+      : listener_(listener),
+        spec_(std::move(spec)),
+        judge_(std::move(judge)),
+        describeMissing_(std::move(describeMissing)) {}
 
+  // stepped: driven by a caller's loop (AcceptLoop), which sleeps on epollFd() rather than in
+  // step(), so a timer makes that descriptor readable when a connection's cap or an eviction
+  // is due.
+  Status start(bool stepped);
+  // One round: waits up to waitMs for events, serves them, drops what expired, accepts.
+  Status step(int waitMs);
   Status run();
+  int epollFd() const { return epoll_.fd(); }
+  int kept() const { return kept_; }
+  void dropAll(const std::string& why);
 
  private:
   // By serial number, which is accept order and so also deadline order (every connection gets
@@ -87,15 +106,17 @@ class Acceptor {
   void dropExpired();
   Status timedOut() const;
   std::string stuckAt(const InFlight& connection) const;
+  Status armTimer();
 
   const Socket& listener_;
-  const AcceptSpec& spec_;
-  const std::function<Status(Arrival&)>& judge_;
-  const std::function<std::string()>& describeMissing_;
+  const AcceptSpec spec_;
+  const std::function<Status(Arrival&)> judge_;
+  const std::function<std::string()> describeMissing_;
   Socket epoll_;
+  Socket timer_;  // stepped mode only
   bool listenerArmed_ = false;
   Connections inFlight_;
-  uint64_t nextSerial_ = kListenerKey + 1;
+  uint64_t nextSerial_ = kTimerKey + 1;
   // Serials of connections still in the hello stage, in accept order; entries that passed their
   // hello or left are skipped when met at the front, so each costs O(1) over its life.
   std::deque<uint64_t> stillInHello_;
@@ -280,8 +301,7 @@ Status Acceptor::timedOut() const {
   return timeoutError(message);
 }
 
-Status Acceptor::run() {
-  if (spec_.expected == 0) return Status::ok();
+Status Acceptor::start(bool stepped) {
   epoll_ = Socket(epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_.isOpen()) return systemError(std::string(spec_.logName) + ": epoll_create1", errno);
   epoll_event listening{};
@@ -289,37 +309,87 @@ Status Acceptor::run() {
   if (epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, listener_.fd(), &listening) != 0) {
     return systemError(std::string(spec_.logName) + ": epoll_ctl (listener)", errno);
   }
-  std::array<epoll_event, kEventsPerWake> events;
-  while (kept_ < spec_.expected) {
-    if (spec_.deadline.expired()) return timedOut();
-    dropExpired();
-    WEFT_TRY(armListener(mayAccept()));
-    // remainingMs rounds down; the extra millisecond avoids waking just before a deadline.
-    int count =
-        epoll_wait(epoll_.fd(), events.data(), kEventsPerWake, nextWake().remainingMs() + 1);
-    if (count < 0 && errno != EINTR) {
-      return systemError(std::string(spec_.logName) + ": epoll_wait", errno);
-    }
-    // Connections first: accepting may drop one to make room, and its event may be in this batch.
-    bool listenerReady = false;
-    for (int i = 0; i < count && kept_ < spec_.expected; ++i) {
-      if (events[i].data.u64 == kListenerKey) {
-        listenerReady = true;
-        continue;
-      }
-      // A connection dropped or judged earlier in this batch is gone from the map.
-      auto connection = inFlight_.find(events[i].data.u64);
-      if (connection != inFlight_.end()) step(connection);
-    }
-    if (listenerReady) WEFT_TRY(acceptPending());
+  if (!stepped) return armListener(mayAccept());
+  timer_ = Socket(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!timer_.isOpen()) return systemError(std::string(spec_.logName) + ": timerfd_create", errno);
+  epoll_event timing{};
+  timing.events = EPOLLIN;
+  timing.data.u64 = kTimerKey;
+  if (epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, timer_.fd(), &timing) != 0) {
+    return systemError(std::string(spec_.logName) + ": epoll_ctl (timer)", errno);
   }
-  while (!inFlight_.empty()) {
-    drop(inFlight_.begin(), "not needed any more (all " + std::to_string(spec_.expected) +
-                                " connections arrived) while still in " +
-                                stuckAt(inFlight_.begin()->second));
+  return armListener(mayAccept());
+}
+
+Status Acceptor::armTimer() {
+  const Deadline wake = nextWake();
+  itimerspec when{};
+  if (!wake.isNever()) {
+    // remainingMs rounds down; the extra millisecond avoids waking just before the moment.
+    const int64_t ms = static_cast<int64_t>(wake.remainingMs()) + 1;
+    when.it_value.tv_sec = ms / 1000;
+    when.it_value.tv_nsec = (ms % 1000) * 1000000;
+  }
+  if (timerfd_settime(timer_.fd(), 0, &when, nullptr) != 0) {
+    return systemError(std::string(spec_.logName) + ": timerfd_settime", errno);
   }
   return Status::ok();
 }
+
+Status Acceptor::step(int waitMs) {
+  std::array<epoll_event, kEventsPerWake> events;
+  int count = epoll_wait(epoll_.fd(), events.data(), kEventsPerWake, waitMs);
+  if (count < 0 && errno != EINTR) {
+    return systemError(std::string(spec_.logName) + ": epoll_wait", errno);
+  }
+  // Connections first: accepting may drop one to make room, and its event may be in this batch;
+  // and a connection that finished its handshake while nobody stepped is served before its
+  // cap is checked.
+  bool listenerReady = false;
+  for (int i = 0; i < count && kept_ < spec_.expected; ++i) {
+    if (events[i].data.u64 == kListenerKey) {
+      listenerReady = true;
+      continue;
+    }
+    if (events[i].data.u64 == kTimerKey) {
+      uint64_t expirations;
+      [[maybe_unused]] ssize_t got = read(timer_.fd(), &expirations, sizeof(expirations));
+      continue;
+    }
+    // A connection dropped or judged earlier in this batch is gone from the map.
+    auto connection = inFlight_.find(events[i].data.u64);
+    if (connection != inFlight_.end()) step(connection);
+  }
+  // A stepped acceptor checks the caps after serving what arrived (a caller that did not step
+  // for a while should not drop a connection whose proof is waiting); run() checks before it
+  // waits, so that its own deadline finds what was still in flight.
+  if (timer_.isOpen()) dropExpired();
+  if (listenerReady && kept_ < spec_.expected) WEFT_TRY(acceptPending());
+  WEFT_TRY(armListener(kept_ < spec_.expected && mayAccept()));
+  return timer_.isOpen() ? armTimer() : Status::ok();
+}
+
+Status Acceptor::run() {
+  if (spec_.expected == 0) return Status::ok();
+  WEFT_TRY(start(false));
+  while (kept_ < spec_.expected) {
+    if (spec_.deadline.expired()) return timedOut();
+    dropExpired();
+    WEFT_TRY(step(nextWake().remainingMs() + 1));
+  }
+  dropAll("not needed any more (all " + std::to_string(spec_.expected) + " connections arrived)");
+  return Status::ok();
+}
+
+void Acceptor::dropAll(const std::string& why) {
+  while (!inFlight_.empty()) {
+    drop(inFlight_.begin(), why + " while still in " + stuckAt(inFlight_.begin()->second));
+  }
+}
+
+}  // namespace detail
+
+namespace {
 
 Status checkSpec(const Socket& listener, const AcceptSpec& spec) {
   if (!listener.isOpen()) return invalidArgument("acceptAuthenticated: the listener is not open");
@@ -353,7 +423,39 @@ Status acceptAuthenticated(const Socket& listener, const AcceptSpec& spec,
   if (!judge || !describeMissing) {
     return invalidArgument("acceptAuthenticated: the judge and describeMissing must be set");
   }
-  return Acceptor(listener, spec, judge, describeMissing).run();
+  return detail::Acceptor(listener, spec, judge, describeMissing).run();
+}
+
+AcceptLoop::AcceptLoop(const Socket& listener, const AcceptSpec& spec,
+                       std::function<Status(Arrival&)> judge)
+    : listener_(listener), spec_(spec), judge_(std::move(judge)) {
+  spec_.deadline = Deadline::never();
+}
+
+AcceptLoop::~AcceptLoop() = default;
+
+Status AcceptLoop::start() {
+  WEFT_TRY(checkSpec(listener_, spec_));
+  if (!judge_) return invalidArgument("AcceptLoop: the judge must be set");
+  acceptor_ = std::make_unique<detail::Acceptor>(
+      listener_, spec_, judge_, [] { return std::string("(accepting on first use)"); });
+  return acceptor_->start(true);
+}
+
+int AcceptLoop::waitFd() const {
+  return acceptor_ ? acceptor_->epollFd() : -1;
+}
+
+Status AcceptLoop::step() {
+  return acceptor_ ? acceptor_->step(0) : Status::ok();
+}
+
+int AcceptLoop::kept() const {
+  return acceptor_ ? acceptor_->kept() : 0;
+}
+
+void AcceptLoop::dropAll(const std::string& why) {
+  if (acceptor_) acceptor_->dropAll(why);
 }
 
 }  // namespace weft::net

@@ -42,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "base/deadline.h"
@@ -83,5 +84,39 @@ struct AcceptSpec {
 Status acceptAuthenticated(const Socket& listener, const AcceptSpec& spec,
                            const std::function<Status(Arrival&)>& judge,
                            const std::function<std::string()>& describeMissing);
+
+namespace detail {
+class Acceptor;
+}
+
+// The same acceptance driven by the caller's progress loop instead of a blocking call, for
+// listeners that stay open while the connections arrive on first use (the TCP transport): the
+// caller watches waitFd() in its own epoll set and calls step() when it is readable (a timer
+// inside makes it readable when a connection's cap or an eviction is due) or whenever it likes;
+// step() never blocks. There is no overall deadline (spec.deadline is ignored): the caller's
+// own operations have theirs. After spec.expected connections were kept, no more are accepted.
+// The judge runs inside step(), on the caller's thread.
+class AcceptLoop {
+ public:
+  AcceptLoop(const Socket& listener, const AcceptSpec& spec, std::function<Status(Arrival&)> judge);
+  ~AcceptLoop();
+  AcceptLoop(const AcceptLoop&) = delete;
+  AcceptLoop& operator=(const AcceptLoop&) = delete;
+
+  // Arguments out of range are weftInvalidArgument naming the field, as for acceptAuthenticated.
+  Status start();
+  int waitFd() const;
+  // A listener error is weftSystemError; a bad connection is only dropped (and logged).
+  Status step();
+  int kept() const;
+  // Drops every connection still in flight, logging each with `why`.
+  void dropAll(const std::string& why);
+
+ private:
+  const Socket& listener_;
+  AcceptSpec spec_;
+  std::function<Status(Arrival&)> judge_;
+  std::unique_ptr<detail::Acceptor> acceptor_;
+};
 
 }  // namespace weft::net

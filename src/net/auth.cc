@@ -170,6 +170,12 @@ Status checkHelloExpectations(const Hello& hello, Purpose purpose, uint64_t comm
   return Status::ok();
 }
 
+std::string describeProgress(const char* stage, size_t done, size_t bytes) {
+  if (bytes == 0) return stage;
+  return std::string(stage) + " (" + std::to_string(done) + " of " + std::to_string(bytes) +
+         " bytes)";
+}
+
 }  // namespace handshake
 
 Status authenticateClient(int fd, const Secret& secret, Purpose purpose, uint64_t commId,

@@ -81,6 +81,9 @@ Status answerChallenge(const Secret& secret, const uint8_t* helloBytes, const ui
 // Server side: checks the client's proof.
 Status checkProof(const Secret& secret, const uint8_t* helloBytes,
                   const std::array<uint8_t, 16>& serverNonce, const uint8_t* proof, size_t length);
+// "the challenge (3 of 52 bytes)", or just the stage when it moves no bytes: where a
+// handshake that timed out or failed was stuck.
+std::string describeProgress(const char* stage, size_t done, size_t bytes);
 }  // namespace handshake
 
 static_assert(sizeof(ClientHello) == handshake::kHelloBytes);

@@ -25,9 +25,7 @@ std::string ServerHandshake::progress() const {
                  : stage_ == Stage::kChallenge ? challenge_.size()
                  : stage_ == Stage::kProof     ? proof_.size()
                                                : 0;
-  if (bytes == 0) return stageName();
-  return std::string(stageName()) + " (" + std::to_string(done_) + " of " + std::to_string(bytes) +
-         " bytes)";
+  return handshake::describeProgress(stageName(), done_, bytes);
 }
 
 Status ServerHandshake::helloReceived() {

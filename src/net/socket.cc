@@ -143,6 +143,50 @@ Status connectTo(const SocketAddress& address, Deadline deadline, Socket* out) {
   }
 }
 
+Status startConnect(const SocketAddress& address, Socket* out) {
+  if (!address.isValid()) return invalidArgument("startConnect: the address is not set");
+  Socket sock(socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!sock.isOpen()) return systemError("socket for connecting to " + address.toString(), errno);
+  if (connect(sock.fd(), address.get(), address.length()) != 0 && errno != EINPROGRESS &&
+      errno != EINTR) {
+    const int err = errno;
+    if (isRetryableConnectError(err)) {
+      return remoteError("connecting to " + address.toString() + ": " + std::strerror(err));
+    }
+    return systemError("connecting to " + address.toString(), err);
+  }
+  *out = std::move(sock);
+  return Status::ok();
+}
+
+Status finishConnect(int fd, bool* connected) {
+  *connected = false;
+  pollfd ready{fd, POLLOUT, 0};
+  if (poll(&ready, 1, 0) != 1) return Status::ok();
+  int err = 0;
+  socklen_t length = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &length) != 0) err = errno;
+  const SocketAddress self = localAddress(fd);
+  sockaddr_storage storage{};
+  socklen_t peerLength = sizeof(storage);
+  if (err == 0 && getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &peerLength) != 0) {
+    err = errno == ENOTCONN ? ECONNREFUSED : errno;
+  }
+  const SocketAddress peer =
+      SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&storage), peerLength);
+  // A free port on this host can be connected to itself (see connectOnce): no peer listens there.
+  if (err == 0 && peer == self) err = ECONNREFUSED;
+  if (err != 0) {
+    // The caller names the address: a refused connection has no peer address to read back.
+    if (isRetryableConnectError(err)) {
+      return remoteError(std::string("the connection failed: ") + std::strerror(err));
+    }
+    return systemError("connect", err);
+  }
+  *connected = true;
+  return setNoDelay(fd);
+}
+
 Status acceptOne(const Socket& listener, Deadline deadline, Socket* out, SocketAddress* peer) {
   while (true) {
     sockaddr_storage storage{};

@@ -41,6 +41,11 @@ Status listenOn(const SocketAddress& address, int backlog, Socket* out, SocketAd
 // Connects, retrying refused/unreachable attempts with backoff until the deadline (the peer may
 // not be listening yet). The socket is non-blocking with TCP_NODELAY on return.
 Status connectTo(const SocketAddress& address, Deadline deadline, Socket* out);
+// A connection made without waiting, for progress loops: startConnect begins it (one attempt, no
+// retry), finishConnect then reports it once the socket is writable: *connected stays false while
+// it is still being made; a refusal or reset is weftRemoteError naming the address.
+Status startConnect(const SocketAddress& address, Socket* out);
+Status finishConnect(int fd, bool* connected);
 // Accepts one connection (non-blocking, TCP_NODELAY) or fails at the deadline.
 Status acceptOne(const Socket& listener, Deadline deadline, Socket* out, SocketAddress* peer);
 

@@ -1,14 +1,23 @@
-// TCP connection set-up: every rank listens; for each pair the higher rank connects to the lower
-// one (so the lowest ranks only accept and set-up cannot deadlock), authenticates with the
-// communicator's secret and announces (rank, socket index). The accepting side serves all
-// incoming connections at once (net::acceptAuthenticated), so strays cannot hold it up.
+// TCP connection set-up. Every rank listens for the communicator's whole life; a pair's
+// connections are made the first time something is posted between them (NCCL's runtime
+// connection does the same), so a ring or a tree connects O(1) or O(log N) peers, not N. Each
+// rank connects its own send lanes to the peer, authenticates with the communicator's secret and
+// announces (rank, socket index); the peer's connections to it arrive as its receive lanes,
+// each acknowledged with one byte (kLaneAdmitted) so that the connecting side knows when it is a
+// lane and not a connection the peer may still drop. One
+// direction per connection means neither end decides for the other: no tie-break when both
+// start at once, and a peer that is gone is found by the connection this rank makes to it,
+// whichever way the first message goes. Arrivals are served by a net::AcceptLoop inside
+// progress(), so strays at the listener cost the peers nothing (acceptor.h).
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "base/log.h"
-#include "net/acceptor.h"
 #include "net/address.h"
 #include "net/auth.h"
 #include "transports/tcp/tcp_internal.h"
@@ -48,105 +57,161 @@ int TcpTransport::socketsWith(int peer) const {
 }
 
 Status TcpTransport::connect(const ConnectContext& context, const std::vector<int>& peers) {
+  rank_ = context.rank;
+  secret_ = context.secret;
+  commId_ = context.commId;
   peerNames_ = context.peerNames;
   peers_.resize(context.nranks);
+  addresses_.resize(context.nranks);
   peerSockets_.assign(context.nranks, 1);
+  int arriving = 0;
   for (int peer : peers) {
     const std::string& address = context.addresses[peer];
     if (address.size() != kAddressBytes) {
       return invalidUsage(peerNames_[peer] + " published no tcp address (transport mismatch)");
     }
+    WEFT_TRY(net::SocketAddress::decode(reinterpret_cast<const uint8_t*>(address.data()),
+                                        &addresses_[peer])
+                 .withContext("tcp: the address " + peerNames_[peer] + " published"));
     peerSockets_[peer] = static_cast<unsigned char>(address[kAddressBytes - 1]);
-    peers_[peer].lanes.resize(socketsWith(peer));
-  }
-  for (int peer : peers) {
-    if (peer < context.rank) WEFT_TRY(connectToPeer(context, peer, socketsWith(peer)));
-  }
-  WEFT_TRY(acceptFromPeers(context, peers));
-  listener_.close();
-  return Status::ok();
-}
-
-Status TcpTransport::connectToPeer(const ConnectContext& context, int peer, int sockets) {
-  net::SocketAddress address;
-  WEFT_TRY(net::SocketAddress::decode(
-      reinterpret_cast<const uint8_t*>(context.addresses[peer].data()), &address));
-  for (int index = 0; index < sockets; ++index) {
-    net::Socket socket;
-    Status connected = net::connectTo(address, context.deadline, &socket);
-    if (connected.isOk()) {
-      connected = net::authenticateClient(socket.fd(), context.secret, net::Purpose::kTcpData,
-                                          context.commId, context.deadline);
+    PeerLinks& links = peers_[peer];
+    links.served = true;
+    for (int index = 0; index < socketsWith(peer); ++index) {
+      links.sendLanes.push_back(std::make_unique<Lane>(peer, index));
+      links.recvLanes.push_back(std::make_unique<Lane>(peer, index));
     }
-    if (connected.isOk()) {
-      LaneHello hello{static_cast<uint32_t>(context.rank), static_cast<uint32_t>(index)};
-      connected = net::sendAll(socket.fd(), &hello, sizeof(hello), context.deadline);
-    }
-    if (!connected.isOk()) {
-      return connected.withContext("tcp: connecting to " + peerNames_[peer] + " at " +
-                                   address.toString());
-    }
-    WEFT_TRY(addLane(peer, index, std::move(socket)));
+    arriving += socketsWith(peer);
   }
-  return Status::ok();
-}
-
-Status TcpTransport::acceptFromPeers(const ConnectContext& context, const std::vector<int>& peers) {
-  // arrived[peer][index]: the accepted sockets; the lanes are made once all have arrived.
-  std::vector<std::vector<net::Socket>> arrived(context.nranks);
   net::AcceptSpec spec;
-  for (int peer : peers) {
-    if (peer <= context.rank) continue;
-    arrived[peer].resize(socketsWith(peer));
-    spec.expected += socketsWith(peer);
-  }
-  spec.secret = context.secret;
+  spec.secret = secret_;
   spec.purpose = net::Purpose::kTcpData;
-  spec.commId = context.commId;
+  spec.commId = commId_;
   spec.helloBytes = sizeof(LaneHello);
-  spec.deadline = context.deadline;
+  spec.expected = arriving;
   spec.perConnectionMs = kHandshakeMs;
   spec.logName = "tcp";
-  auto judge = [&](net::Arrival& arrival) {
-    LaneHello hello;
-    std::memcpy(&hello, arrival.hello.data(), sizeof(hello));
-    if (hello.rank >= arrived.size() || hello.index >= arrived[hello.rank].size() ||
-        arrived[hello.rank][hello.index].isOpen()) {
-      return invalidUsage("unexpected lane hello (rank " + std::to_string(hello.rank) +
-                          ", socket " + std::to_string(hello.index) + ")");
-    }
-    arrived[hello.rank][hello.index] = std::move(arrival.socket);
-    return Status::ok();
-  };
-  auto describeMissing = [&] {
-    std::string missing;
-    for (size_t peer = 0; peer < arrived.size(); ++peer) {
-      bool waiting = std::any_of(arrived[peer].begin(), arrived[peer].end(),
-                                 [](const net::Socket& socket) { return !socket.isOpen(); });
-      if (waiting) missing += (missing.empty() ? "" : ", ") + peerNames_[peer];
-    }
-    return "tcp: waiting for connections from " + missing;
-  };
-  WEFT_TRY(net::acceptAuthenticated(listener_, spec, judge, describeMissing));
-  for (size_t peer = 0; peer < arrived.size(); ++peer) {
-    for (size_t index = 0; index < arrived[peer].size(); ++index) {
-      WEFT_TRY(addLane(static_cast<int>(peer), static_cast<int>(index),
-                       std::move(arrived[peer][index])));
-    }
+  arrivals_ = std::make_unique<net::AcceptLoop>(
+      listener_, spec, [this](net::Arrival& arrival) { return admit(arrival); });
+  WEFT_TRY(arrivals_->start());
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.ptr = nullptr;  // lanes have theirs
+  if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, arrivals_->waitFd(), &event) != 0) {
+    return systemError("tcp: epoll_ctl (acceptor)", errno);
+  }
+  if (options_.connectAtInit) return connectEveryPeer(peers, context.deadline);
+  return Status::ok();
+}
+
+Status TcpTransport::dial(int peer) {
+  PeerLinks& links = peers_[peer];
+  links.dialed = true;
+  WEFT_INFO("tcp: connecting to %s at %s on first use", peerNames_[peer].c_str(),
+            addresses_[peer].toString().c_str());
+  for (auto& lane : links.sendLanes) WEFT_TRY(dialLane(lane.get()));
+  return Status::ok();
+}
+
+Status TcpTransport::dialLane(Lane* lane) {
+  net::Socket socket;
+  WEFT_TRY(net::startConnect(addresses_[lane->peer()], &socket));
+  LaneHello hello{static_cast<uint32_t>(rank_), static_cast<uint32_t>(lane->index())};
+  lane->startDial(socket.release(),
+                  std::make_unique<net::ClientHandshake>(secret_, net::Purpose::kTcpData, commId_,
+                                                         &hello, sizeof(hello)));
+  WEFT_TRY(watch(lane));
+  activate(lane);
+  return Status::ok();
+}
+
+Status TcpTransport::admit(net::Arrival& arrival) {
+  LaneHello hello;
+  std::memcpy(&hello, arrival.hello.data(), sizeof(hello));
+  const bool known = hello.rank < peers_.size() && peers_[hello.rank].served &&
+                     hello.index < peers_[hello.rank].recvLanes.size();
+  if (!known || peers_[hello.rank].recvLanes[hello.index]->hasSocket()) {
+    return invalidUsage("unexpected lane hello (rank " + std::to_string(hello.rank) + ", socket " +
+                        std::to_string(hello.index) + ")");
+  }
+  if (peers_[hello.rank].dead) {
+    return remoteError(peerNames_[hello.rank] + " connected after its failure");
+  }
+  // The connecting side counts the connection as made only once it reads this.
+  const uint8_t admitted = kLaneAdmitted;
+  if (send(arrival.socket.fd(), &admitted, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+    return remoteError(std::string("could not acknowledge the lane: ") + std::strerror(errno));
+  }
+  Lane* lane = peers_[hello.rank].recvLanes[hello.index].get();
+  lane->attach(arrival.socket.release());
+  WEFT_TRY(watch(lane));
+  ++lanesConnected_;
+  // Bytes that came with the hello, or a notice, are read by the next progress.
+  activate(lane);
+  return Status::ok();
+}
+
+Status TcpTransport::watch(Lane* lane) {
+  epoll_event event{};
+  event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  event.data.ptr = lane;
+  if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, lane->fd(), &event) != 0) {
+    return systemError("tcp: epoll_ctl", errno);
   }
   return Status::ok();
 }
 
-Status TcpTransport::addLane(int peer, int index, net::Socket socket) {
-  auto lane = std::make_unique<Lane>(socket.release(), peer, index);
-  epoll_event event{};
-  event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-  event.data.ptr = lane.get();
-  if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, lane->fd(), &event) != 0) {
-    return systemError("epoll_ctl", errno);
+Status TcpTransport::serveArrivals() {
+  arrivalsReady_ = false;
+  Status served = arrivals_ ? arrivals_->step() : Status::ok();
+  size_t kept = 0;
+  for (Lane* lane : awaited_) {
+    if (!lane->hasSocket() && !lane->idle()) {
+      awaited_[kept++] = lane;
+    } else {
+      lane->awaited = false;
+    }
   }
-  peers_[peer].lanes[index] = std::move(lane);
+  awaited_.resize(kept);
+  return served.withContext("tcp: accepting connections");
+}
+
+Status TcpTransport::connectEveryPeer(const std::vector<int>& peers, const Deadline& deadline) {
+  size_t lanes = 0;
+  for (int peer : peers) {
+    Status dialed = dial(peer);
+    if (!dialed.isOk()) {
+      return dialed.withContext("tcp: connecting to " + peerNames_[peer] + " at " +
+                                addresses_[peer].toString());
+    }
+    lanes += 2 * peers_[peer].sendLanes.size();
+  }
+  while (lanesConnected_ < lanes) {
+    WEFT_TRY(progress(true));
+    if (lanesConnected_ == lanes) break;
+    if (deadline.expired()) return timeoutError(describeUnconnected());
+    pollfd ready{epollFd_, POLLIN, 0};
+    poll(&ready, 1, deadline.remainingMs(50) + 1);
+  }
   return Status::ok();
+}
+
+std::string TcpTransport::describeUnconnected() const {
+  std::string missing;
+  for (size_t peer = 0; peer < peers_.size(); ++peer) {
+    const PeerLinks& links = peers_[peer];
+    for (size_t index = 0; index < links.sendLanes.size(); ++index) {
+      const Lane& out = *links.sendLanes[index];
+      const Lane& in = *links.recvLanes[index];
+      if (!out.ready()) {
+        missing += "; to " + peerNames_[peer] + " (socket " + std::to_string(index) +
+                   ", still in " + out.dialProgress() + ")";
+      }
+      if (!in.hasSocket()) {
+        missing += "; from " + peerNames_[peer] + " (socket " + std::to_string(index) + ")";
+      }
+    }
+  }
+  return "tcp: connections not made before the deadline (WEFT_RUNTIME_CONNECT=0)" + missing;
 }
 
 }  // namespace weft::tcp

@@ -88,6 +88,36 @@ Lane::~Lane() {
   close(false);
 }
 
+void Lane::startDial(int fd, std::unique_ptr<net::ClientHandshake> dial) {
+  fd_ = fd;
+  dial_ = std::move(dial);
+  hungUp = false;  // a failed earlier dial's
+  unexpected = false;
+}
+
+Status Lane::advanceDial() {
+  if (!dial_->done()) {
+    WEFT_TRY(dial_->advance(fd_));
+    if (!dial_->done()) return Status::ok();
+  }
+  uint8_t admitted = 0;
+  ssize_t got = recv(fd_, &admitted, 1, MSG_DONTWAIT);
+  if (got < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::ok();
+    return remoteError(std::string("the connection failed before the peer took it: ") +
+                       std::strerror(errno));
+  }
+  if (got == 0) return remoteError("the peer closed the connection before taking it");
+  if (admitted != kLaneAdmitted) {
+    return remoteError("the peer answered the lane hello with byte " + std::to_string(admitted) +
+                       " (not a weft tcp lane?)");
+  }
+  dial_.reset();
+  readable = true;
+  writable = true;
+  return Status::ok();
+}
+
 Status Lane::writeSome() {
   while (!sends_.empty() && writable) {
     iovec iov[kMaxIov];
@@ -182,7 +212,7 @@ void Lane::failAll(const Status& why) {
 }
 
 void Lane::sendFailureNotice(int culprit) {
-  if (fd_ < 0 || sendCut_ || (!sends_.empty() && sends_.front()->headerDone > 0)) return;
+  if (!ready() || sendCut_ || (!sends_.empty() && sends_.front()->headerDone > 0)) return;
   WireHeader notice{kFailureTag, culprit < 0 ? kNoCulprit : static_cast<uint64_t>(culprit)};
   [[maybe_unused]] ssize_t ignored =
       send(fd_, &notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -190,7 +220,7 @@ void Lane::sendFailureNotice(int culprit) {
 
 void Lane::close(bool graceful) {
   if (fd_ < 0) return;
-  if (graceful && !departed) {
+  if (graceful && !departed && ready()) {
     WireHeader goodbye{kGoodbyeTag, 0};
     // The send buffer is empty at this point (every transfer completed), so this does not block.
     [[maybe_unused]] ssize_t ignored =
@@ -199,6 +229,7 @@ void Lane::close(bool graceful) {
   }
   ::close(fd_);
   fd_ = -1;
+  dial_.reset();
 }
 
 }  // namespace weft::tcp

@@ -11,6 +11,11 @@
 #include "transports/tcp/tcp_internal.h"
 
 namespace weft::tcp {
+namespace {
+
+constexpr int kMaxRedials = 3;
+
+}  // namespace
 
 TcpTransport::TcpTransport(const TcpOptions& options) : options_(options) {
   if (options_.socketsPerPeer < 1) options_.socketsPerPeer = 1;
@@ -32,6 +37,13 @@ void TcpTransport::activate(Lane* lane) {
   }
 }
 
+void TcpTransport::awaitArrival(Lane* lane) {
+  if (!lane->awaited) {
+    lane->awaited = true;
+    awaited_.push_back(lane);
+  }
+}
+
 Status TcpTransport::failPeer(int peer, const Status& why, bool notice, int culprit) {
   Status failure =
       failures_.peerFailed("tcp connection with ", peerNames_, peer, why, notice, culprit);
@@ -40,44 +52,63 @@ Status TcpTransport::failPeer(int peer, const Status& why, bool notice, int culp
     links.dead = true;
     WEFT_WARN("%s", failure.message().c_str());
   }
-  for (auto& lane : links.lanes) lane->failAll(failure);
+  for (auto& lane : links.sendLanes) lane->failAll(failure);
+  for (auto& lane : links.recvLanes) lane->failAll(failure);
   return failure;
 }
 
 void TcpTransport::post(Xfer* xfer) {
-  PeerLinks& links = peers_[xfer->peer];
-  if (links.dead || links.lanes.empty()) {
-    xfer->complete(
-        remoteError(peerNames_[xfer->peer] + " is unreachable after an earlier failure"));
+  const int peer = xfer->peer;
+  PeerLinks& links = peers_[peer];
+  if (links.dead || !links.served || links.sendLanes.empty()) {
+    xfer->complete(remoteError(peerNames_[peer] + " is unreachable after an earlier failure"));
     return;
   }
+  const bool sending = xfer->kind == Xfer::Kind::kSend;
+  auto& lanes = sending ? links.sendLanes : links.recvLanes;
   auto* state = new (xfer->scratch) XferState();
-  int parts = xfer->bytes >= kStripeThreshold ? static_cast<int>(links.lanes.size()) : 1;
+  int parts = xfer->bytes >= kStripeThreshold ? static_cast<int>(lanes.size()) : 1;
   state->partsLeft = parts;
   size_t base = xfer->bytes / parts;
   size_t offset = 0;
-  bool sending = xfer->kind == Xfer::Kind::kSend;
   for (int i = 0; i < parts; ++i) {
     Part& part = state->parts[i];
     part.xfer = xfer;
     part.data = static_cast<char*>(xfer->buf) + offset;
     part.length = i + 1 == parts ? xfer->bytes - offset : base;
     offset += part.length;
-    if (sending) part.header = WireHeader{xfer->tag, part.length};
-    Lane* lane = links.lanes[i].get();
+    Lane* lane = lanes[i].get();
     if (sending) {
+      part.header = WireHeader{xfer->tag, part.length};
       lane->pushSend(&part);
     } else {
       lane->pushRecv(&part);
     }
-    activate(lane);
+    if (lane->hasSocket()) {
+      activate(lane);
+    } else if (!sending) {
+      awaitArrival(lane);
+    }
+  }
+  // The pair's first use, whichever way: this rank's connections to the peer are started now,
+  // so that a peer that is gone fails this transfer rather than leaving it to wait.
+  if (!links.dialed) {
+    Status dialed = dial(peer);
+    if (!dialed.isOk() && mayForgetDial(peer)) {
+      forgetDial(peer, dialed);
+    } else if (!dialed.isOk()) {
+      pendingFailure_ =
+          failPeer(peer, dialed.withContext("connecting to " + addresses_[peer].toString()));
+      return;
+    }
   }
   // Writing at once saves a trip through epoll for the common small message.
   if (sending) {
     for (int i = 0; i < parts; ++i) {
-      Status written = links.lanes[i]->writeSome();
+      if (!lanes[i]->ready()) continue;
+      Status written = lanes[i]->writeSome();
       if (!written.isOk()) {
-        pendingFailure_ = failPeer(xfer->peer, written);
+        pendingFailure_ = failPeer(peer, written);
         return;
       }
     }
@@ -91,6 +122,10 @@ void TcpTransport::collectEvents() {
     count = epoll_wait(epollFd_, events, 64, 0);
     for (int i = 0; i < count; ++i) {
       auto* lane = static_cast<Lane*>(events[i].data.ptr);
+      if (lane == nullptr) {
+        arrivalsReady_ = true;
+        continue;
+      }
       uint32_t flags = events[i].events;
       if (flags & EPOLLIN) {
         lane->readable = true;
@@ -107,6 +142,60 @@ void TcpTransport::collectEvents() {
   } while (count == 64);
 }
 
+// This rank's connections to a peer failed while nothing waits to go out on them, and the peer
+// did connect to this rank: what this rank waits for comes on the peer's connections, which
+// report its death or departure themselves. A peer that sent its last message and left (its
+// listener gone) is no failure. The connections are made again if this rank sends to it.
+bool TcpTransport::mayForgetDial(int peer) const {
+  if (options_.connectAtInit) return false;
+  const PeerLinks& links = peers_[peer];
+  for (const auto& lane : links.sendLanes) {
+    if (!lane->idle()) return false;
+  }
+  for (const auto& lane : links.recvLanes) {
+    if (lane->hasSocket()) return true;
+  }
+  return false;
+}
+
+void TcpTransport::forgetDial(int peer, const Status& why) {
+  PeerLinks& links = peers_[peer];
+  WEFT_INFO(
+      "tcp: connecting to %s failed while nothing was to be sent (%s); it connected to "
+      "this rank, so only a send to it will try again",
+      peerNames_[peer].c_str(), why.message().c_str());
+  for (auto& lane : links.sendLanes) lane->close(false);
+  links.dialed = false;
+}
+
+// One lane's turn: its dial, then its bytes, then a hang-up or data nobody asked for.
+Status TcpTransport::stepLane(Lane* lane) {
+  if (lane->connecting()) {
+    Status dialed = lane->advanceDial();
+    if (!dialed.isOk() && lane->dialReachedPeer() && lane->redials < kMaxRedials) {
+      // The peer is there (its listener took the connection) but dropped it before the
+      // handshake was through: it was slow to serve it (its cap) or busy closing. Once more;
+      // a peer that has left refuses the next connect.
+      ++lane->redials;
+      WEFT_INFO("tcp: %s dropped our connection mid-handshake (%s); connecting again",
+                peerNames_[lane->peer()].c_str(), dialed.message().c_str());
+      lane->close(false);
+      dialed = dialLane(lane);
+    }
+    if (!dialed.isOk()) {
+      return dialed.withContext("connecting to " + addresses_[lane->peer()].toString());
+    }
+    if (!lane->ready()) return Status::ok();
+    ++lanesConnected_;
+  }
+  WEFT_TRY(lane->writeSome());
+  WEFT_TRY(lane->readSome());
+  if ((lane->hungUp || lane->unexpected) && !lane->hasRecvs() && !lane->departed) {
+    return lane->inspectUnexpected();
+  }
+  return Status::ok();
+}
+
 Status TcpTransport::progress(bool woken) {
   Status failure = std::move(pendingFailure_);
   pendingFailure_ = Status::ok();
@@ -121,16 +210,22 @@ Status TcpTransport::progress(bool woken) {
       lane->writable |= lane->hasSends();
     }
   }
+  // Peers connect when they first need this rank: serve them when told to, and whenever a
+  // receive waits for a connection (a poller is not told).
+  if (arrivalsReady_ || !awaited_.empty()) {
+    Status served = serveArrivals();
+    if (failure.isOk()) failure = served;
+  }
   size_t kept = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
     Lane* lane = active_[i];
     int peer = lane->peer();
-    if (!peers_[peer].dead) {
-      Status step = lane->writeSome();
-      if (step.isOk()) step = lane->readSome();
-      if (step.isOk() && (lane->hungUp || lane->unexpected) && !lane->hasRecvs() &&
-          !lane->departed) {
-        step = lane->inspectUnexpected();
+    if (!peers_[peer].dead && lane->hasSocket()) {
+      const bool wasConnecting = lane->connecting();
+      Status step = stepLane(lane);
+      if (!step.isOk() && wasConnecting && mayForgetDial(peer)) {
+        forgetDial(peer, step);
+        step = Status::ok();
       }
       lane->unexpected = false;
       if (!step.isOk()) {
@@ -138,7 +233,10 @@ Status TcpTransport::progress(bool woken) {
         if (failure.isOk()) failure = failed;
       }
     }
-    if (lane->idle() || peers_[peer].dead) {
+    // A lane stays listed while it has work, or a dial to finish (the peer's acceptor caps how
+    // long a handshake may take).
+    const bool busy = !lane->idle() || lane->connecting();
+    if (!busy || peers_[peer].dead || !lane->hasSocket()) {
       lane->active = false;
     } else {
       active_[kept++] = lane;
@@ -149,28 +247,24 @@ Status TcpTransport::progress(bool woken) {
 }
 
 int TcpTransport::findCulprit() {
-  for (size_t peer = 0; peer < peers_.size(); ++peer) {
-    for (auto& lane : peers_[peer].lanes) {
-      if (peers_[peer].dead) break;
-      // A notice is visible only where the stream is between messages.
-      if (!lane->atReceiveBoundary()) continue;
-      Status step = lane->inspectUnexpected();
-      if (!step.isOk()) {
-        [[maybe_unused]] Status failed =
-            failPeer(static_cast<int>(peer), step, lane->noticed, lane->noticeCulprit);
-      }
+  forEachLane([this](PeerLinks& links, Lane* lane) {
+    // A notice is visible only where the stream is between messages.
+    if (links.dead || !lane->ready() || !lane->atReceiveBoundary()) return;
+    Status step = lane->inspectUnexpected();
+    if (!step.isOk()) {
+      [[maybe_unused]] Status failed =
+          failPeer(lane->peer(), step, lane->noticed, lane->noticeCulprit);
     }
-  }
+  });
   return failures_.culprit();
 }
 
 void TcpTransport::announceFailure(int culprit) {
   announced_ = true;
   // Failed peers too: a protocol error (a message mismatch) leaves the connection up, and that
-  // peer may be waiting for this rank; on a broken connection the send just fails.
-  for (PeerLinks& links : peers_) {
-    for (auto& lane : links.lanes) lane->sendFailureNotice(culprit);
-  }
+  // peer may be waiting for this rank; on a broken connection the send just fails. A notice
+  // travels either way on a connection, so it reaches the peer whichever made it.
+  forEachLane([culprit](PeerLinks&, Lane* lane) { lane->sendFailureNotice(culprit); });
 }
 
 // After a failure notice, closing a socket that still holds unread data would send a reset,
@@ -180,13 +274,11 @@ void TcpTransport::announceFailure(int culprit) {
 void TcpTransport::lingerAfterNotice() {
   constexpr int kLingerMs = 500;
   std::vector<Lane*> open;
-  for (PeerLinks& links : peers_) {
-    for (auto& lane : links.lanes) {
-      if (lane->fd() < 0) continue;
-      shutdown(lane->fd(), SHUT_WR);
-      open.push_back(lane.get());
-    }
-  }
+  forEachLane([&open](PeerLinks&, Lane* lane) {
+    if (lane->fd() < 0) return;
+    shutdown(lane->fd(), SHUT_WR);
+    open.push_back(lane);
+  });
   Deadline deadline = Deadline::after(kLingerMs);
   char sink[64 * 1024];
   while (!open.empty() && !deadline.expired()) {
@@ -209,11 +301,17 @@ void TcpTransport::lingerAfterNotice() {
 
 void TcpTransport::close(bool graceful) {
   if (!graceful && announced_) lingerAfterNotice();
+  forEachLane([graceful](PeerLinks& links, Lane* lane) { lane->close(graceful && !links.dead); });
   for (PeerLinks& links : peers_) {
-    for (auto& lane : links.lanes) lane->close(graceful && !links.dead);
-    links.lanes.clear();
+    links.sendLanes.clear();
+    links.recvLanes.clear();
   }
   active_.clear();
+  awaited_.clear();
+  if (arrivals_) {
+    arrivals_->dropAll("not needed any more (the communicator closed)");
+    arrivals_.reset();
+  }
   listener_.close();
   if (epollFd_ >= 0) {
     ::close(epollFd_);

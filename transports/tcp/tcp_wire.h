@@ -21,6 +21,12 @@ constexpr uint64_t kGoodbyeTag = ~0ull;
 constexpr uint64_t kFailureTag = ~0ull - 1;
 constexpr uint64_t kNoCulprit = ~0ull;
 
+// A connection's first byte from the accepting side, once it took the connection as a lane:
+// until then the connecting side counts it as still being made, so a connection dropped before
+// it became a lane (the peer slow to serve it, or leaving) is made again or forgotten, never
+// mistaken for a lane that broke.
+constexpr uint8_t kLaneAdmitted = 0x57;
+
 // Messages of at least this many bytes are split across all sockets of the pair.
 constexpr uint64_t kStripeThreshold = 256 * 1024;
 
