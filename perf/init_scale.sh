@@ -21,6 +21,7 @@ while (($#)); do
     --processes) processes=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     -*) echo "init_scale.sh: unknown option '$1'" >&2; exit 2 ;;
+    *@*) builds+=("$(cd "${1%%@*}" && pwd)@${1#*@}"); shift ;;
     *) builds+=("$(cd "$1" && pwd)"); shift ;;
   esac
 done
