@@ -69,8 +69,9 @@ class Transport {
   virtual Status listen(std::string* address) = 0;
   // After it: make ready to reach each rank in `peers` (all ranks whose pairs this transport
   // serves; they call connect with this rank in their list). A transport may connect a pair
-  // here or on its first use (tcp does, by default): then a transfer with a peer that is gone
-  // by then fails naming it, like one posted after the loss of an established connection.
+  // here or on its first use (tcp does, at a rank's first send to a peer): then a send to a
+  // peer that is gone by then fails naming it; a receive from it may wait for the caller's
+  // deadline (or a failure notice), since nothing connects to a receiver but its sender.
   virtual Status connect(const ConnectContext& context, const std::vector<int>& peers) = 0;
   virtual void post(Xfer* xfer) = 0;
   // Advances transfers. A peer that vanished fails the transfers that involve it, and the

@@ -1,14 +1,13 @@
-// TCP connection set-up. Every rank listens for the communicator's whole life; a pair's
-// connections are made the first time something is posted between them (NCCL's runtime
-// connection does the same), so a ring or a tree connects O(1) or O(log N) peers, not N. Each
-// rank connects its own send lanes to the peer, authenticates with the communicator's secret and
-// announces (rank, socket index); the peer's connections to it arrive as its receive lanes,
-// each acknowledged with one byte (kLaneAdmitted) so that the connecting side knows when it is a
-// lane and not a connection the peer may still drop. One
-// direction per connection means neither end decides for the other: no tie-break when both
-// start at once, and a peer that is gone is found by the connection this rank makes to it,
-// whichever way the first message goes. Arrivals are served by a net::AcceptLoop inside
-// progress(), so strays at the listener cost the peers nothing (acceptor.h).
+// TCP connection set-up. Every rank listens for the communicator's whole life; a rank connects
+// to a peer the first time it sends to it (NCCL's runtime connection works alike), so a ring or
+// a tree connects O(1) or O(log N) peers, not N. Each rank connects its own send lanes to the
+// peer, authenticates with the communicator's secret and announces (rank, socket index); the
+// peer's connections to it arrive as its receive lanes, each acknowledged with one byte
+// (kLaneAdmitted) so that the connecting side knows when it is a lane and not a connection the
+// peer may still drop. One direction per connection means neither end decides for the other (no
+// tie-break when both start at once), and connections exist only where data goes. Arrivals are
+// served by a net::AcceptLoop inside progress(), so strays at the listener cost the peers
+// nothing (acceptor.h).
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>

@@ -41,7 +41,7 @@ class TcpTransport final : public Transport {
 
   // Set-up (tcp_connect.cc).
   int socketsWith(int peer) const;
-  // Starts this rank's connections to `peer` (its send lanes), on the pair's first use.
+  // Starts this rank's connections to `peer` (its send lanes), on the first send to it.
   Status dial(int peer);
   Status dialLane(Lane* lane);
   // A connection the peer made, authenticated, with its lane hello: becomes a receive lane.
@@ -60,8 +60,6 @@ class TcpTransport final : public Transport {
   Status failPeer(int peer, const Status& why, bool notice = false, int culprit = -1);
   void collectEvents();
   Status stepLane(Lane* lane);
-  bool mayForgetDial(int peer) const;
-  void forgetDial(int peer, const Status& why);
   void lingerAfterNotice();
   template <typename Visit>
   void forEachLane(Visit visit);

@@ -90,13 +90,12 @@ void TcpTransport::post(Xfer* xfer) {
       awaitArrival(lane);
     }
   }
-  // The pair's first use, whichever way: this rank's connections to the peer are started now,
-  // so that a peer that is gone fails this transfer rather than leaving it to wait.
-  if (!links.dialed) {
+  // The first send to the peer starts this rank's connections to it; a receive waits for the
+  // peer's. Connections exist only where data goes, so every one of them is a lane on both ends
+  // by the time its last send completes, and a departure says goodbye on all of them.
+  if (sending && !links.dialed) {
     Status dialed = dial(peer);
-    if (!dialed.isOk() && mayForgetDial(peer)) {
-      forgetDial(peer, dialed);
-    } else if (!dialed.isOk()) {
+    if (!dialed.isOk()) {
       pendingFailure_ =
           failPeer(peer, dialed.withContext("connecting to " + addresses_[peer].toString()));
       return;
@@ -140,32 +139,6 @@ void TcpTransport::collectEvents() {
       activate(lane);
     }
   } while (count == 64);
-}
-
-// This rank's connections to a peer failed while nothing waits to go out on them, and the peer
-// did connect to this rank: what this rank waits for comes on the peer's connections, which
-// report its death or departure themselves. A peer that sent its last message and left (its
-// listener gone) is no failure. The connections are made again if this rank sends to it.
-bool TcpTransport::mayForgetDial(int peer) const {
-  if (options_.connectAtInit) return false;
-  const PeerLinks& links = peers_[peer];
-  for (const auto& lane : links.sendLanes) {
-    if (!lane->idle()) return false;
-  }
-  for (const auto& lane : links.recvLanes) {
-    if (lane->hasSocket()) return true;
-  }
-  return false;
-}
-
-void TcpTransport::forgetDial(int peer, const Status& why) {
-  PeerLinks& links = peers_[peer];
-  WEFT_INFO(
-      "tcp: connecting to %s failed while nothing was to be sent (%s); it connected to "
-      "this rank, so only a send to it will try again",
-      peerNames_[peer].c_str(), why.message().c_str());
-  for (auto& lane : links.sendLanes) lane->close(false);
-  links.dialed = false;
 }
 
 // One lane's turn: its dial, then its bytes, then a hang-up or data nobody asked for.
@@ -221,12 +194,7 @@ Status TcpTransport::progress(bool woken) {
     Lane* lane = active_[i];
     int peer = lane->peer();
     if (!peers_[peer].dead && lane->hasSocket()) {
-      const bool wasConnecting = lane->connecting();
       Status step = stepLane(lane);
-      if (!step.isOk() && wasConnecting && mayForgetDial(peer)) {
-        forgetDial(peer, step);
-        step = Status::ok();
-      }
       lane->unexpected = false;
       if (!step.isOk()) {
         Status failed = failPeer(peer, step, lane->noticed, lane->noticeCulprit);
