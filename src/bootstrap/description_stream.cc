@@ -63,6 +63,8 @@ class Stream {
 
  private:
   bool finished() const { return received_ == ring_.nranks - 1 && outgoing_.size() == 0; }
+  int nextRank() const { return (ring_.rank + 1) % ring_.nranks; }
+  int prevRank() const { return (ring_.rank - 1 + ring_.nranks) % ring_.nranks; }
   Status sendSome(bool* moved);
   Status receiveSome(bool* moved);
   Status timedOut() const;
@@ -88,9 +90,9 @@ Status Stream::sendSome(bool* moved) {
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::ok();
     if (errno == EPIPE || errno == ECONNRESET) {
-      return remoteError(rankName((ring_.rank + 1) % ring_.nranks) + " closed the connection");
+      return remoteError(rankName(nextRank()) + " closed the connection");
     }
-    return systemError("sending to " + rankName((ring_.rank + 1) % ring_.nranks), errno);
+    return systemError("sending to " + rankName(nextRank()), errno);
   }
   return Status::ok();
 }
@@ -99,7 +101,7 @@ Status Stream::sendSome(bool* moved) {
 // follows the last description on this socket belongs to the bootstrap's next operation.
 Status Stream::receiveSome(bool* moved) {
   const int n = ring_.nranks;
-  const int prev = (ring_.rank - 1 + n) % n;
+  const int prev = prevRank();
   while (received_ < n - 1) {
     const int origin = ((ring_.rank - 1 - received_) % n + n) % n;
     std::string& description = (*descriptions_)[static_cast<size_t>(origin)];
@@ -141,7 +143,7 @@ Status Stream::receiveSome(bool* moved) {
     // Whole: forward it unless it started at the next rank (it has been all the way round).
     ++received_;
     lengthDone_ = 0;
-    if (origin != (ring_.rank + 1) % n) appendFrame(&outgoing_, description);
+    if (origin != nextRank()) appendFrame(&outgoing_, description);
   }
   return Status::ok();
 }
@@ -149,10 +151,10 @@ Status Stream::receiveSome(bool* moved) {
 Status Stream::timedOut() const {
   const int n = ring_.nranks;
   std::string what = std::to_string(n - 1 - received_) + " descriptions still to come from " +
-                     rankName((ring_.rank - 1 + n) % n);
+                     rankName(prevRank());
   if (outgoing_.size() > 0) {
-    what += " and " + std::to_string(outgoing_.size()) + " bytes to send to " +
-            rankName((ring_.rank + 1) % n);
+    what +=
+        " and " + std::to_string(outgoing_.size()) + " bytes to send to " + rankName(nextRank());
   }
   return timeoutError(what + " at the deadline");
 }

@@ -309,14 +309,17 @@ Status Acceptor::start(bool stepped) {
   if (epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, listener_.fd(), &listening) != 0) {
     return systemError(std::string(spec_.logName) + ": epoll_ctl (listener)", errno);
   }
-  if (!stepped) return armListener(mayAccept());
-  timer_ = Socket(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
-  if (!timer_.isOpen()) return systemError(std::string(spec_.logName) + ": timerfd_create", errno);
-  epoll_event timing{};
-  timing.events = EPOLLIN;
-  timing.data.u64 = kTimerKey;
-  if (epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, timer_.fd(), &timing) != 0) {
-    return systemError(std::string(spec_.logName) + ": epoll_ctl (timer)", errno);
+  if (stepped) {
+    timer_ = Socket(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!timer_.isOpen()) {
+      return systemError(std::string(spec_.logName) + ": timerfd_create", errno);
+    }
+    epoll_event timing{};
+    timing.events = EPOLLIN;
+    timing.data.u64 = kTimerKey;
+    if (epoll_ctl(epoll_.fd(), EPOLL_CTL_ADD, timer_.fd(), &timing) != 0) {
+      return systemError(std::string(spec_.logName) + ": epoll_ctl (timer)", errno);
+    }
   }
   return armListener(mayAccept());
 }

@@ -74,7 +74,6 @@ Status TcpTransport::connect(const ConnectContext& context, const std::vector<in
                  .withContext("tcp: the address " + peerNames_[peer] + " published"));
     peerSockets_[peer] = static_cast<unsigned char>(address[kAddressBytes - 1]);
     PeerLinks& links = peers_[peer];
-    links.served = true;
     for (int index = 0; index < socketsWith(peer); ++index) {
       links.sendLanes.push_back(std::make_unique<Lane>(peer, index));
       links.recvLanes.push_back(std::make_unique<Lane>(peer, index));
@@ -126,8 +125,8 @@ Status TcpTransport::dialLane(Lane* lane) {
 Status TcpTransport::admit(net::Arrival& arrival) {
   LaneHello hello;
   std::memcpy(&hello, arrival.hello.data(), sizeof(hello));
-  const bool known = hello.rank < peers_.size() && peers_[hello.rank].served &&
-                     hello.index < peers_[hello.rank].recvLanes.size();
+  const bool known =
+      hello.rank < peers_.size() && hello.index < peers_[hello.rank].recvLanes.size();
   if (!known || peers_[hello.rank].recvLanes[hello.index]->hasSocket()) {
     return invalidUsage("unexpected lane hello (rank " + std::to_string(hello.rank) + ", socket " +
                         std::to_string(hello.index) + ")");

@@ -34,8 +34,8 @@ class TcpTransport final : public Transport {
   struct PeerLinks {
     std::vector<std::unique_ptr<Lane>> sendLanes;  // connections this rank makes
     std::vector<std::unique_ptr<Lane>> recvLanes;  // connections the peer makes
-    bool served = false;                           // this transport carries the pair
-    bool dialed = false;                           // this rank's connections to it were started
+    // Both are empty for a pair this transport does not carry.
+    bool dialed = false;  // this rank's connections to it were started
     bool dead = false;
   };
 

@@ -60,7 +60,7 @@ Status TcpTransport::failPeer(int peer, const Status& why, bool notice, int culp
 void TcpTransport::post(Xfer* xfer) {
   const int peer = xfer->peer;
   PeerLinks& links = peers_[peer];
-  if (links.dead || !links.served || links.sendLanes.empty()) {
+  if (links.dead || links.sendLanes.empty()) {
     xfer->complete(remoteError(peerNames_[peer] + " is unreachable after an earlier failure"));
     return;
   }
