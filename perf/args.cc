@@ -242,8 +242,7 @@ bool applyFlag(int flag, const char* value, Options* o) {
     case 'K':
       return parseIntInto(value, 0, kIntMax, "-K", &o->perIterSkip);
     case 'R':
-      return acceptOnlyOff(value, 0, "-R (--local_register)",
-                           "buffer registration is not supported yet (it comes with zero-copy)");
+      return parseIntInto(value, 0, 2, "-R", &o->localRegister);
     case 'x':
       std::fprintf(stderr,
                    "-x (--cta_policy) %s is not supported: weft runs no CUDA kernels, "
@@ -383,6 +382,16 @@ ParseResult parseOptions(int argc, char** argv, const char* programName, Options
                  "-g %d: weft runs one rank per CPU thread and has no GPUs to spread a thread "
                  "over, so -g must be 1. Use -t <threads> and more processes for more ranks.\n",
                  options->nGpus);
+    return ParseResult::kExitFailure;
+  }
+  // Before the check that -k device can work at all, so that this answer is the same in every
+  // build.
+  if (options->localRegister != 0 && options->deviceMemory) {
+    std::fprintf(stderr,
+                 "-R %d (--local_register) with -k device (--memory-kind, WEFT_PERF_MEMORY): "
+                 "registered buffers come from weftMemAlloc, which is host memory; use -k host "
+                 "or -R 0\n",
+                 options->localRegister);
     return ParseResult::kExitFailure;
   }
   if (options->deviceMemory && !deviceMemoryBuilt()) {

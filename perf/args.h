@@ -36,6 +36,9 @@ struct Options {
   int unalign = 0;           // -u: buffers start this many elements past their alignment
   int perIterTiming = 0;     // -I 0|1: per-iteration times and their summary columns
   int perIterSkip = 0;       // -K: leading iterations left out of the -I summary
+  // -R: 0 plain buffers; 1 send/recv from weftMemAlloc, weftCommRegister'ed; 2 from weftMemAlloc,
+  // registered as WEFT_WIN_COLL_SYMMETRIC windows (weftCommWindowRegister)
+  int localRegister = 0;
   std::vector<std::string> commandLine;  // argv, for the JSON file's "args"
   // weft's own flags (nccl-tests always uses GPU buffers and a stream):
   // -k, --memory-kind host|device: buffers in cudaMalloc memory (env WEFT_PERF_MEMORY)

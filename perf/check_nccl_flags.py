@@ -3,7 +3,9 @@
 one means: -J writes nccl-tests' JSON (version 3 layout) holding the sizes and times the table
 shows, never overwriting an earlier file; -M 1 prints the memory line with the buffers' bytes;
 -S 1 ends each row with a timestamp; -u shows in the preamble and keeps the results exact; the
-off values of the refused flags (-R 0 -D 0 -G 0) and of -I/-K are accepted.
+off values of the refused flags (-D 0 -G 0) and of -R/-I/-K are accepted; -R 1 and -R 2 (buffers
+from weftMemAlloc, registered locally or as symmetric windows) name their mode in the preamble and
+keep the results exact.
 
 With "per_iter" it checks -I 1 -K 1 instead, in every -z mode on 2 processes x 2 threads: the
 preamble line, the header, four summary columns after each variant (before -S's timestamp) and
@@ -214,6 +216,20 @@ def main():
     if any(len(row) != 13 for row in rows) or "memory usage" in output:
         fail("-S 0 / -M 0 still print timestamps or the memory line", output)
     check_json(path + ".0", rows, output)
+    if "Registration Enabled" in output:
+        fail("-R 0 (the default) prints a registration line", output)
+
+    # -R 1 and -R 2: the send and receive buffers come from weftMemAlloc and are registered once;
+    # -R 2's windows also on 2 threads of a process and with -u shifting the calls inside them.
+    for flags, line in ((["-R", "1"], "# Local Registration Enabled (-R 1)"),
+                        (["--local_register", "2", "-t", "2", "-u", "1"],
+                         "# Symmetric Registration Enabled (-R 2)")):
+        output = run(weftrun, perf, flags)
+        if line not in output:
+            fail("%s: no '%s' line in the preamble" % (" ".join(flags), line), output)
+        for row in table_rows(output):
+            if row[8] != "0" or row[12] != "0":
+                fail("%s: wrong elements in row %r" % (" ".join(flags), row), output)
     print("OK")
 
 

@@ -29,22 +29,44 @@ constexpr int kExitSkipped = 77;
 // baseline of the report's "Initialization".
 int64_t residentAtStart = 0;
 
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
+// Test buffers: std::aligned_alloc memory, or with -R 1|2 weftMemAlloc memory (the send and
+// receive buffers only), each released the way it was allocated.
+struct BufferDeleter {
+  bool fromWeft = false;
+  void operator()(char* p) const {
+    if (fromWeft) {
+      PERF_CHECK(weftMemFree(p));
+    } else {
+      std::free(p);
+    }
+  }
 };
-using Buffer = std::unique_ptr<char, FreeDeleter>;
+using Buffer = std::unique_ptr<char, BufferDeleter>;
 
-// 64-byte aligned and zeroed: touching every page now keeps page faults out of the timings.
-Buffer allocateBuffer(size_t bytes) {
-  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  char* memory = static_cast<char*>(std::aligned_alloc(64, rounded));
+// What allocateBuffer(bytes, ...) allocates, all of it usable (and registered with -R 1|2).
+size_t allocationBytes(size_t bytes) {
+  return (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+}
+
+// 64-byte aligned (page-aligned from weftMemAlloc) and zeroed: touching every page now keeps page
+// faults out of the timings.
+Buffer allocateBuffer(size_t bytes, bool fromWeft = false) {
+  const size_t rounded = allocationBytes(bytes);
+  char* memory = nullptr;
+  if (fromWeft) {
+    void* shared = nullptr;
+    PERF_CHECK(weftMemAlloc(&shared, rounded));
+    memory = static_cast<char*>(shared);
+  } else {
+    memory = static_cast<char*>(std::aligned_alloc(64, rounded));
+  }
   if (memory == nullptr) {
     std::printf("%s: cannot allocate %zu bytes of test buffers\n", shortHostName().c_str(),
                 rounded);
     std::exit(1);
   }
   std::memset(memory, 0, rounded);
-  return Buffer(memory);
+  return Buffer(memory, BufferDeleter{fromWeft});
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -73,6 +95,11 @@ struct Rank {
   weftComm_t comm = nullptr;
   bool printer = false;         // global rank 0 prints the report
   Buffer send, recv, expected;  // -k device: the host copies that data is made and checked in
+  // -R 1: the weftCommRegister handles of send and recv; -R 2: their windows.
+  void* sendHandle = nullptr;
+  void* recvHandle = nullptr;
+  weftWindow_t sendWindow = nullptr;
+  weftWindow_t recvWindow = nullptr;
   DeviceBuffer deviceSend, deviceRecv;  // -k device: what the calls read and write
   void* stream = nullptr;               // -s 1
   std::vector<weftRequest_t> requests;  // room for every call of one timed batch
@@ -345,6 +372,37 @@ int64_t residentAtBarrier(const Rank& r) {
   return resident;
 }
 
+// -R 1|2, once the communicator exists: registers the whole send and receive allocations (every
+// call's buffers lie inside them), as nccl-tests registers its buffers once after init.
+void registerBuffers(Rank& r, size_t bufferBytes) {
+  const size_t bytes = allocationBytes(bufferBytes);
+  if (r.opts.localRegister == 1) {
+    PERF_CHECK(weftCommRegister(r.comm, r.send.get(), bytes, &r.sendHandle));
+    PERF_CHECK(weftCommRegister(r.comm, r.recv.get(), bytes, &r.recvHandle));
+  } else if (r.opts.localRegister == 2) {
+    watchdog::Scope waiting;  // collective
+    PERF_CHECK(weftCommWindowRegister(r.comm, r.send.get(), bytes, &r.sendWindow,
+                                      WEFT_WIN_COLL_SYMMETRIC));
+    PERF_CHECK(weftCommWindowRegister(r.comm, r.recv.get(), bytes, &r.recvWindow,
+                                      WEFT_WIN_COLL_SYMMETRIC));
+  }
+}
+
+// Before the communicator goes: the registrations, then the weftMemAlloc memory.
+void deregisterBuffers(Rank& r) {
+  if (r.sendHandle) PERF_CHECK(weftCommDeregister(r.comm, r.sendHandle));
+  if (r.recvHandle) PERF_CHECK(weftCommDeregister(r.comm, r.recvHandle));
+  if (r.sendWindow || r.recvWindow) {
+    watchdog::Scope waiting;  // collective
+    if (r.sendWindow) PERF_CHECK(weftCommWindowDeregister(r.comm, r.sendWindow));
+    if (r.recvWindow) PERF_CHECK(weftCommWindowDeregister(r.comm, r.recvWindow));
+  }
+  r.sendHandle = r.recvHandle = nullptr;
+  r.sendWindow = r.recvWindow = nullptr;
+  r.send.reset();
+  r.recv.reset();
+}
+
 void rankMain(const Options& opts, const CollTest& test, const char* programName,
               const ProcessSetup& setup, int thread, RankOutcome* outcome) {
   Rank r(opts, test);
@@ -359,8 +417,10 @@ void rankMain(const Options& opts, const CollTest& test, const char* programName
   } else {
     const int64_t afterInit = opts.memoryReport ? residentAtBarrier(r) : 0;
     const size_t bufferBytes = opts.maxBytes + unalignPadding(opts);
-    r.send = allocateBuffer(bufferBytes);
-    r.recv = allocateBuffer(bufferBytes);
+    const bool registered = opts.localRegister != 0;
+    r.send = allocateBuffer(bufferBytes, registered);
+    r.recv = allocateBuffer(bufferBytes, registered);
+    if (registered) registerBuffers(r, bufferBytes);
     if (opts.check > 0) r.expected = allocateBuffer(bufferBytes);
     std::string device;
     if (opts.deviceMemory) {
@@ -414,6 +474,7 @@ void rankMain(const Options& opts, const CollTest& test, const char* programName
     if (r.json) r.json->finish(r.failedChecks, avgBusBw, minBw);
     // Every rank saw the same (all-reduced) counts, so every process exits with the same status.
     outcome->failed = r.failedChecks > 0 || (minBw >= 0 && avgBusBw < 0.9 * minBw);
+    deregisterBuffers(r);
   }
   if (r.stream) destroyStream(r.stream);
   if (!setup.reuseLauncherComm) {

@@ -66,6 +66,15 @@ void printPreamble(const char* programName, int libraryVersion, const Options& o
         "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes "
         "barrier \n");
   }
+  if (o.localRegister == 1) {
+    std::printf(
+        "# Local Registration Enabled (-R 1): send/recv buffers from weftMemAlloc, registered "
+        "with weftCommRegister \n");
+  } else if (o.localRegister == 2) {
+    std::printf(
+        "# Symmetric Registration Enabled (-R 2): send/recv buffers from weftMemAlloc, "
+        "registered with weftCommWindowRegister(WEFT_WIN_COLL_SYMMETRIC) \n");
+  }
   if (o.perIterTiming) {
     // nccl-tests' line, with weft's clock in place of its CUDA events.
     std::printf("# Per-Iteration Report: host clock timing; i_* uses max over process rows");

@@ -2,7 +2,9 @@
 # Checks libweft.so.0's ABI against the checked-in baseline, abi/libweft.so.0.abi (libabigail's
 # abidw/abidiff; Debian: abigail-tools). Only what include/weft/ declares counts.
 #   scripts/abi_check.sh            build build-abi/ (RelWithDebInfo, the library only) and compare
-#   scripts/abi_check.sh --update   rewrite the baseline from that build, to commit deliberately
+#   scripts/abi_check.sh --library L   compare libweft.so.0 at L, already built (the test suite
+#                                   passes its own: src/api is always built with debug information)
+#   scripts/abi_check.sh --update   rewrite the baseline from build-abi/, to commit deliberately
 # Exit status: 0 compatible (additions are reported, and pass), 1 a removal or a change of a public
 # type or signature (or a failure), 77 abigail-tools is not installed.
 set -euo pipefail
@@ -11,7 +13,13 @@ build="${WEFT_ABI_BUILD_DIR:-$root/build-abi}"
 baseline="$root/abi/libweft.so.0.abi"
 suppressions="$root/abi/private_types.suppr"
 update=0
-[[ "${1:-}" == --update ]] && update=1
+library=""
+case "${1:-}" in
+  --update) update=1 ;;
+  --library) library="${2:?--library needs the path of libweft.so.0}" ;;
+  "") ;;
+  *) echo "abi check: unknown argument '$1' (--update or --library PATH)" >&2; exit 1 ;;
+esac
 for tool in abidw abidiff; do
   if ! command -v "$tool" >/dev/null; then
     echo "abi check skipped: $tool not found (apt-get install abigail-tools)"
@@ -19,12 +27,17 @@ for tool in abidw abidiff; do
   fi
 done
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_BUILD_TESTS=OFF \
-  -DWEFT_BUILD_PERF=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_TOOLS=OFF -DWEFT_CUDA=OFF \
-  -DWEFT_TORCH=OFF >/dev/null
-cmake --build "$build" -j "${WEFT_JOBS:-2}" --target weft >/dev/null
-library="$build/libweft.so.0"
-current="$build/libweft.so.0.abi"
+if [[ -z "$library" ]]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_BUILD_TESTS=OFF \
+    -DWEFT_BUILD_PERF=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_TOOLS=OFF -DWEFT_CUDA=OFF \
+    -DWEFT_TORCH=OFF >/dev/null
+  cmake --build "$build" -j "${WEFT_JOBS:-2}" --target weft >/dev/null
+  library="$build/libweft.so.0"
+fi
+[[ -f "$library" ]] || { echo "abi check: $library does not exist" >&2; exit 1; }
+current="$(mktemp /tmp/weft_abi.XXXXXX)"
+report="$current.diff"
+trap 'rm -f "$current" "$report"' EXIT
 
 # The ABI as libweft's users see it: only what include/weft/ declares; the internals behind the
 # opaque handles are dropped (abi/private_types.suppr). No line numbers or checkout paths: the
@@ -40,7 +53,6 @@ if ((update)); then
 fi
 
 status=0
-report="$build/abidiff.txt"
 abidiff --no-show-locs "$baseline" "$current" >"$report" || status=$?
 cat "$report"
 # abidiff's status is a bit mask: 1 error, 2 usage, 4 the ABI changed, 8 incompatibly. Bit 8 is

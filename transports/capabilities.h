@@ -28,6 +28,12 @@ class TransportCapabilities {
   // grows), even in the middle of an operation.
   virtual void memoryFreed(const void* /*buf*/, size_t /*bytes*/) {}
 
+  // The user registered [buf, buf + bytes) (weftCommRegister) and keeps it alive until it is
+  // deregistered: a transport that registers memory with hardware (rdma) keeps a registration of
+  // it across operations instead of making one per operation. Called between operations.
+  virtual void userMemoryRegistered(const void* /*buf*/, size_t /*bytes*/) {}
+  virtual void userMemoryDeregistered(const void* /*buf*/, size_t /*bytes*/) {}
+
   // Memory all ranks of this host can read and write, for the direct algorithms; nullptr when
   // the transport has none.
   virtual SharedWindows* windows() { return nullptr; }

@@ -8,6 +8,8 @@
 // then announces the sleep in shared memory and blocks; publish() wakes the ranks that sleep.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +28,12 @@ class SharedWindows {
   virtual int localIndex() const = 0;
   // The communicator rank of local rank `index` (local ranks are ordered by communicator rank).
   virtual int rankOf(int index) const = 0;
+  // The process id of local rank `index`, to map its weftMemAlloc memory (mem/peer_mappings.h).
+  virtual pid_t processOf(int index) const = 0;
+  // Whether every local rank has found that it can read every other's memory (the shm
+  // transport's set-up probe). Once true it stays true; a rank still in set-up may make it read
+  // false for a while.
+  virtual bool everyRankReadsEveryOther() const = 0;
   virtual size_t windowBytes() const = 0;
   virtual char* window(int index) = 0;
   virtual std::atomic<uint64_t>& flag(int index, int which) = 0;

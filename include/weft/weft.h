@@ -286,6 +286,45 @@ WEFT_API weftResult_t weftRecvOnStream(void* recvbuff, size_t count, weftDataTyp
 WEFT_API weftResult_t weftGroupStart(void);
 WEFT_API weftResult_t weftGroupEnd(void);
 
+/* ---- Memory, registration and windows ------------------------------------------------------
+ * Zero-copy buffers, in NCCL's shapes (ncclMemAlloc, ncclCommRegister, ncclCommWindowRegister).
+ * Any buffer works with every call; these make large calls faster where the transport can use
+ * them, and change nothing else (results and rounding are the same). docs/MEMORY.md has the
+ * details and the measurements.
+ *
+ * weftMemAlloc returns host memory that the other ranks of this host can map: page-aligned,
+ * zero-filled, at least size bytes, usable as any other memory. On a host where every rank's
+ * buffers come from it, the shared-memory algorithms read and reduce peers' buffers in place
+ * instead of copying them through the kernel or staging windows. The memory is shared with a
+ * child made by fork (a shared mapping), and is released by weftMemFree (or at exit); a peer that
+ * still has it mapped keeps the pages until it drops them (at the latest when its communicators
+ * are destroyed). Passing memory freed by weftMemFree to a call is an error naming the buffer. */
+WEFT_API weftResult_t weftMemAlloc(void** ptr, size_t size);
+WEFT_API weftResult_t weftMemFree(void* ptr);
+
+/* Registers [buff, buff + size) with comm, for calls on comm whose buffers lie inside it (local:
+ * the other ranks need not register). Where a transport can use a registration (rdma pins it
+ * once instead of through its registration cache) it does; memory from weftMemAlloc is used in
+ * place whether registered or not. *handle is released with weftCommDeregister (or when comm is
+ * destroyed); registrations may overlap. */
+WEFT_API weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size,
+                                       void** handle);
+WEFT_API weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
+
+/* A window: collective over comm, every rank giving a buffer of the same size from weftMemAlloc.
+ * With WEFT_WIN_COLL_SYMMETRIC the ranks promise that each collective whose buffers lie in the
+ * window uses the same offsets into it on every rank; weft then chooses the zero-copy algorithms
+ * for those calls from the first byte (on one host with shared memory: every rank maps every
+ * other's window once, here). A call whose buffers break the promise still completes correctly,
+ * more slowly. weftCommWindowDeregister is collective too, and returns once no rank can still
+ * read this rank's window. */
+typedef struct weftWindow* weftWindow_t;
+#define WEFT_WIN_DEFAULT 0x00
+#define WEFT_WIN_COLL_SYMMETRIC 0x01
+WEFT_API weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size,
+                                             weftWindow_t* win, int winFlags);
+WEFT_API weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win);
+
 #ifdef __cplusplus
 }
 #endif

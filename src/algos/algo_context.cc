@@ -27,6 +27,7 @@ void* OpResources::scratch(size_t bytes) {
 void OpResources::beginOp() {
   used_ = 0;
   posted_.clear();
+  peerMappings.beginCall();
 }
 
 Xfer* OpResources::nextXfer() {

@@ -14,6 +14,7 @@
 #include "algos/plan.h"
 #include "base/call.h"
 #include "fabric/fabric.h"
+#include "mem/peer_mappings.h"
 #include "reduce/reduce.h"
 #include "topo/node_layout.h"
 
@@ -40,7 +41,8 @@ class OpResources {
   uint32_t nextIndex(std::vector<std::pair<uint64_t, uint32_t>>& counters, int peer);
   uint64_t tagBase() const { return tagBase_; }
 
-  uint64_t windowRound = 0;                                 // see AlgoContext::nextWindowRound
+  uint64_t windowRound = 0;        // see AlgoContext::nextWindowRound
+  mem::PeerMappings peerMappings;  // the host's peers' weftMemAlloc memory (algos/shared_buffers.h)
   std::vector<std::pair<uint64_t, uint32_t>> sendCounters;  // (tagBase, next index) per peer
   std::vector<std::pair<uint64_t, uint32_t>> recvCounters;
 
@@ -95,6 +97,7 @@ class AlgoContext {
   // Shared memory of the ranks of this host (nullptr without the shm transport). The direct
   // algorithms use it only when the whole communicator is on one host.
   SharedWindows* windows() const { return members_.empty() ? fabric_.windows() : nullptr; }
+  mem::PeerMappings& peerMappings() { return resources_.peerMappings; }
   // A new round of window use: every local rank numbers its rounds alike, since all run the
   // same operations in the same order.
   uint64_t nextWindowRound() { return ++resources_.windowRound; }

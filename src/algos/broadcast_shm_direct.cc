@@ -1,9 +1,14 @@
 // Shared-memory broadcast: the root copies each chunk into its window area and raises its flag;
 // every other rank copies the chunk out and raises its own flag to say it is done reading.
+//
+// A root whose send buffer is from weftMemAlloc (algos/shared_buffers.h) copies nothing in: the
+// others copy the whole message straight from its buffer in one round, and the root returns
+// once all have said they are done reading.
 #include <algorithm>
 #include <cstring>
 
 #include "algos/algorithms.h"
+#include "algos/shared_buffers.h"
 #include "algos/shm_window.h"
 
 namespace weft {
@@ -15,20 +20,33 @@ Status broadcastShmDirect(AlgoContext& ctx) {
   const int root = args.root;  // the whole communicator is local: local index == rank
   const bool isRoot = shared.localIndex() == root;
   const size_t chunkElems = window::areaBytes(shared) / typeSize;
+  const size_t bytes = ctx.blockBytes();
   auto* out = static_cast<char*>(args.recv);
-  if (isRoot) copyUnlessSame(out, args.send, ctx.blockBytes());
-
+  if (isRoot) copyUnlessSame(out, args.send, bytes);
   for (size_t offset = 0; offset < args.count; offset += chunkElems) {
-    const size_t bytes = std::min(chunkElems, args.count - offset) * typeSize;
+    const size_t chunkBytes = std::min(chunkElems, args.count - offset) * typeSize;
     const uint64_t round = ctx.nextWindowRound();
+    const int flag = window::arrived(round);
     if (isRoot) {
       WEFT_TRY(window::claimArea(ctx, round));
-      std::memcpy(window::area(shared, root, round), out + offset * typeSize, bytes);
-      shared.publish(window::arrived(round), round);
+      const bool whole =
+          offset == 0 &&
+          shared_buffers::offer(ctx, flag, args.send, bytes, nullptr, 0).send.shareable();
+      if (!whole)
+        std::memcpy(window::area(shared, root, round), out + offset * typeSize, chunkBytes);
+      shared.publish(flag, round);
+      if (whole) return ctx.waitForFlags(flag, round);
     } else {
-      WEFT_TRY(ctx.waitForFlags(window::arrived(round), round, root));
-      std::memcpy(out + offset * typeSize, window::area(shared, root, round), bytes);
-      shared.publish(window::arrived(round), round);
+      WEFT_TRY(ctx.waitForFlags(flag, round, root));
+      const char* whole = nullptr;
+      if (offset == 0) WEFT_TRY(shared_buffers::reachSend(ctx, flag, root, bytes, &whole));
+      if (whole != nullptr) {
+        std::memcpy(out, whole, bytes);
+        shared.publish(flag, round);
+        return Status::ok();
+      }
+      std::memcpy(out + offset * typeSize, window::area(shared, root, round), chunkBytes);
+      shared.publish(flag, round);
     }
   }
   return Status::ok();

@@ -1,9 +1,14 @@
 // Shared-memory reduce: as the direct all-reduce (each rank reduces its 1/P share of every chunk
 // straight from all window areas), but only the root copies the reduced shares out.
+//
+// A rank whose send buffer is from weftMemAlloc (algos/shared_buffers.h) copies nothing in: the
+// others reduce its share straight from its buffer, and it returns only once every share of the
+// last round is reduced (nobody reads its buffer any more).
 #include <algorithm>
 #include <cstring>
 
 #include "algos/algorithms.h"
+#include "algos/shared_buffers.h"
 #include "algos/shm_window.h"
 
 namespace weft {
@@ -12,24 +17,48 @@ Status reduceShmDirect(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   SharedWindows& shared = *ctx.windows();
   const size_t typeSize = ctx.typeSize();
+  const int size = shared.localSize();
   const int me = shared.localIndex();
   const bool isRoot = me == args.root;
   const size_t chunkElems = window::areaBytes(shared) / typeSize;
+  const size_t bytes = ctx.blockBytes();
   const auto* in = static_cast<const char*>(args.send);
   auto* out = static_cast<char*>(args.recv);
 
+  shared_buffers::Reached peers;
+  std::vector<const char*> sources(size);
+  bool anyShared = false;
   for (size_t offset = 0; offset < args.count; offset += chunkElems) {
     const size_t count = std::min(chunkElems, args.count - offset);
     const uint64_t round = ctx.nextWindowRound();
     WEFT_TRY(window::claimArea(ctx, round));
-    std::memcpy(window::area(shared, me, round), in + offset * typeSize, count * typeSize);
+    const bool first = offset == 0;
+    const bool sendShared =
+        first ? shared_buffers::offer(ctx, window::arrived(round), in, bytes, nullptr, 0)
+                    .send.shareable()
+              : peers.send[me] != nullptr;
+    if (!sendShared) {
+      std::memcpy(window::area(shared, me, round), in + offset * typeSize, count * typeSize);
+    }
     WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
-
-    window::reduceOwnShare(ctx, round, count);
+    if (first) {
+      WEFT_TRY(shared_buffers::reach(ctx, window::arrived(round), in, bytes, nullptr, 0, &peers));
+      anyShared = std::any_of(peers.send.begin(), peers.send.end(),
+                              [](const char* p) { return p != nullptr; });
+    }
+    const ring::Range share = ring::blockOf(count, size, me);
+    for (int index = 0; index < size; ++index) {
+      sources[index] = (peers.send[index] != nullptr ? peers.send[index] + offset * typeSize
+                                                     : window::area(shared, index, round)) +
+                       share.offset * typeSize;
+    }
+    shared_buffers::foldOwnFirst(ctx, window::area(shared, me, round) + share.offset * typeSize,
+                                 sources, share.count);
     shared.publish(window::kReduced, round);
-    if (!isRoot) continue;
+    const bool lastRound = offset + count >= args.count;
+    if (!isRoot && !(anyShared && lastRound)) continue;
     WEFT_TRY(ctx.waitForFlags(window::kReduced, round));
-    window::copySharesOut(ctx, round, count, out + offset * typeSize);
+    if (isRoot) window::copySharesOut(ctx, round, count, out + offset * typeSize);
   }
   return Status::ok();
 }

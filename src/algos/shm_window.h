@@ -26,6 +26,9 @@ inline int arrived(uint64_t round) {
   return static_cast<int>(round % 2);
 }
 constexpr int kReduced = 2;  // this rank's share of the round is reduced, in its area
+// Done reading the other ranks' own buffers (the zero-copy paths, algos/shared_buffers.h): they
+// may return and let their user reuse them.
+constexpr int kReleased = 3;
 
 inline size_t areaBytes(const SharedWindows& windows) {
   return windows.windowBytes() / 2;
@@ -38,22 +41,6 @@ inline char* area(SharedWindows& windows, int index, uint64_t round) {
 // Waits until this rank may overwrite its area for `round` (see above).
 inline Status claimArea(AlgoContext& ctx, uint64_t round) {
   return round < 2 ? Status::ok() : ctx.waitForFlags(arrived(round - 1), round - 1);
-}
-
-// The direct all-reduce and reduce split a round's chunk of `count` elements into P shares (ring
-// blocks). Reduces this rank's share in place in its own area, from every area; only this rank
-// reads or writes that part meanwhile.
-inline void reduceOwnShare(AlgoContext& ctx, uint64_t round, size_t count) {
-  SharedWindows& shared = *ctx.windows();
-  const size_t typeSize = ctx.typeSize();
-  const int me = shared.localIndex();
-  const ring::Range share = ring::blockOf(count, shared.localSize(), me);
-  char* mine = area(shared, me, round) + share.offset * typeSize;
-  for (int index = 0; index < shared.localSize(); ++index) {
-    if (index == me) continue;
-    ctx.reduce(mine, mine, area(shared, index, round) + share.offset * typeSize, share.count);
-  }
-  ctx.finish(mine, share.count);
 }
 
 // Copies every rank's reduced share of the round's chunk to `out` (once all are reduced).

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cuda/buffer_kind.h"
+#include "mem/host_memory.h"
 #include "reduce/reduce.h"
 
 namespace weft::api {
@@ -64,6 +65,12 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
   };
   if (needSend && args.send == nullptr) return missing("sendbuff");
   if (needRecv && args.recv == nullptr) return missing("recvbuff");
+  auto released = [&](const char* buffer) {
+    return invalidArgument(std::string(fn) + ": " + buffer +
+                           " points into memory freed by weftMemFree");
+  };
+  if (needSend && mem::wasReleased(args.send)) return released("sendbuff");
+  if (needRecv && mem::wasReleased(args.recv)) return released("recvbuff");
   *out = args;
   return Status::ok();
 }

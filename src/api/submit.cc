@@ -139,4 +139,8 @@ weftResult_t groupEnd() {
   return report(firstComm, first);
 }
 
+bool inGroup() {
+  return tGroup.depth > 0;
+}
+
 }  // namespace weft::api

@@ -24,6 +24,8 @@ weftResult_t submit(weftComm* comm, const CollArgs& args, weftRequest_t* request
 // GroupEnd with the group's other calls.
 weftResult_t submitOnStream(weftComm* comm, const char* fn, const CollArgs& args, void* stream);
 weftResult_t groupStart();
+// Whether this thread is between weftGroupStart and weftGroupEnd.
+bool inGroup();
 
 // An entry point's whole path: pin the communicator, check the call (checkAndClassify), then
 // hand the checked call to submitChecked(comm, args).

@@ -38,6 +38,10 @@ struct CollArgs {
   // through cuda/device_op.h, on GPU `device`.
   bool deviceBuffers = false;
   int device = -1;
+  // The communicator holds a symmetric window (weftCommWindowRegister): on one host the direct
+  // algorithms, which read peers' weftMemAlloc buffers in place, are chosen from the first byte.
+  // Set by core at execution; the same on every rank, since windows are made collectively.
+  bool symmetricWindows = false;
 };
 
 // A call's sizes in bytes; every layer takes them from here rather than multiplying again.

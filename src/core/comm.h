@@ -21,7 +21,20 @@
 
 namespace weft {
 class OpResources;
+
+// A weftCommRegister registration; its address is the handle.
+struct Registration {
+  void* buff;
+  size_t size;
+};
 }  // namespace weft
+
+// A window of weftCommWindowRegister: this rank's buffer of it.
+struct weftWindow {
+  void* buff;
+  size_t size;
+  int flags;
+};
 
 struct weftComm {
   int rank = 0;
@@ -51,6 +64,21 @@ struct weftComm {
   // GpuState); a communicator that never sees either never touches a GPU runtime.
   std::mutex gpuMutex;
   std::unique_ptr<weft::DeviceLayer> gpu;
+
+  // Registrations (weftCommRegister) and windows (weftCommWindowRegister), guarded by
+  // memoryMutex; symmetricWindows counts the symmetric windows for the executor's choices.
+  std::mutex memoryMutex;
+  std::vector<std::unique_ptr<weft::Registration>> registrations;
+  std::vector<std::unique_ptr<weftWindow>> windows;
+  std::atomic<int> symmetricWindows{0};
+  // Registrations made or dropped since the last operation, handed to the transports by the
+  // executing thread before the next one (the transports are not thread-safe).
+  struct RegistrationChange {
+    const void* buff;
+    size_t size;
+    bool registered;
+  };
+  std::vector<RegistrationChange> registrationChanges;
 
   // Set once an operation fails for a reason that leaves the connections unusable.
   std::mutex failureMutex;

@@ -45,8 +45,10 @@ void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
             text.c_str());
 }
 
-const Plan& planFor(weftComm* comm, const CollArgs& args) {
-  const uint64_t key = callShapeKey(args);
+const Plan& planFor(weftComm* comm, const CollArgs& call) {
+  CollArgs args = call;
+  args.symmetricWindows = comm->symmetricWindows.load(std::memory_order_acquire) > 0;
+  const uint64_t key = callShapeKey(args) ^ (args.symmetricWindows ? uint64_t{1} << 62 : 0);
   auto found = comm->plans.find(key);
   if (found != comm->plans.end()) return found->second;
   if (comm->plans.size() >= 4096) comm->plans.clear();
@@ -117,8 +119,21 @@ Status runOnDevice(weftComm* comm, const Op& op) {
 
 }  // namespace
 
+// weftCommRegister and weftCommDeregister since the last operation, for the transports.
+void applyRegistrationChanges(weftComm* comm) {
+  std::vector<weftComm::RegistrationChange> changes;
+  {
+    std::lock_guard<std::mutex> lock(comm->memoryMutex);
+    changes.swap(comm->registrationChanges);
+  }
+  for (const auto& change : changes) {
+    comm->fabric->userMemoryRegistered(change.buff, change.size, change.registered);
+  }
+}
+
 Status executeOp(weftComm* comm, const Op& op) {
   if (comm->failed.load()) return commFailure(comm);
+  applyRegistrationChanges(comm);
   if (comm->config.checkMode) {
     bool mismatch = false;
     Status checked = checkCallsMatch(comm, op, &mismatch);

@@ -94,6 +94,16 @@ class Fabric {
   void memoryFreed(const void* buf, size_t bytes) {
     for (TransportCapabilities* extra : capable_) extra->memoryFreed(buf, bytes);
   }
+  // See TransportCapabilities::userMemoryRegistered().
+  void userMemoryRegistered(const void* buf, size_t bytes, bool registered) {
+    for (TransportCapabilities* extra : capable_) {
+      if (registered) {
+        extra->userMemoryRegistered(buf, bytes);
+      } else {
+        extra->userMemoryDeregistered(buf, bytes);
+      }
+    }
+  }
 
   // The other processes of this communicator on this machine. A timed-out wait reads their state
   // (/proc) and names a stopped one (SIGSTOP, a debugger) as the culprit, rather than the rank

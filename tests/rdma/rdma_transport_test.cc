@@ -298,6 +298,44 @@ TEST_CASE("a registration that fails during a zero-copy call fails the communica
   CHECK(fake.live() == 0);
 }
 
+TEST_CASE("a buffer registered with weftCommRegister stays registered across calls",
+          "[rdma][fake]") {
+  FakeVerbs fake;
+  RdmaEnv rdma;
+  // Broadcasts of a zero-copy size: each rank's transfers are in its own buffer only (an
+  // all-reduce would also receive into the library's scratch memory).
+  std::vector<std::vector<float>> data(2, std::vector<float>(1 << 16));
+  data[0].assign(data[0].size(), 1.0f);
+  data[1].assign(data[1].size(), 2.0f);
+  int armed = -1;
+  Outcomes o = runCall(2, [&](weftComm_t comm, int rank) {
+    std::vector<float>& mine = data[rank];
+    void* handle = nullptr;
+    weftResult_t result = weftCommRegister(comm, mine.data(), mine.size() * sizeof(float), &handle);
+    if (result != weftSuccess) return result;
+    std::vector<float> second(mine);  // what rank 1 broadcasts next
+    result = weftBroadcast(mine.data(), mine.data(), mine.size(), weftFloat32, 0, comm, nullptr);
+    if (result != weftSuccess) return result;
+    // From here every ibv_reg_mr fails: the second call must need none.
+    weftBarrier(comm, nullptr);
+    if (rank == 0 && fake.control != nullptr) armed = fake.control("fail_reg_mr 1");
+    weftBarrier(comm, nullptr);
+    if (rank == 1) mine = second;  // same memory: std::vector keeps its buffer
+    result = weftBroadcast(mine.data(), mine.data(), mine.size(), weftFloat32, 1, comm, nullptr);
+    if (result != weftSuccess) return result;
+    return weftCommDeregister(comm, handle);
+  });
+  INFO(describe(o));
+  REQUIRE(o.init.empty());
+  CHECK(o.results[0] == weftSuccess);
+  CHECK(o.results[1] == weftSuccess);
+  CHECK(data[0][0] == 2.0f);
+  CHECK(data[0][12345] == 2.0f);
+  if (realVerbs()) return;  // the fault needs the fake
+  CHECK(armed == 0);
+  CHECK(fake.live() == 0);
+}
+
 TEST_CASE("a lost completion becomes a timeout naming the peer, never a hang",
           "[rdma][faults][fake]") {
   FakeVerbs fake;

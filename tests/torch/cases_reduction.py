@@ -29,6 +29,40 @@ class ReductionCases:
                     want = self.allreduce_reference(x, opname, salt, kind)
                     self.expect_reduced(self.case, got, want, opname)
 
+    def weft_memory(self):
+        """Tensors from weft_torch.empty (weftMemAlloc): all_reduce, broadcast and all_gather read
+        them in place where every rank's come from there; here one rank's in three does not, then
+        all do, at sizes on both sides of the shared-memory direct threshold."""
+        import weft_torch
+        self.section("weft_torch.empty tensors")
+        for mixed in (True, False):
+            for count in (7, 40000, 1 << 20):
+                use_weft = not (mixed and self.rank % 3 == 1)
+                def alloc(n, dtype=torch.float32):
+                    return weft_torch.empty(n, dtype=dtype) if use_weft else torch.empty(n, dtype=dtype)
+                tag = f"count={count} {'mixed' if mixed else 'all weft'}"
+                self.case = f"all_reduce weft memory {tag}"
+                x = make(torch.float32, (count,), self.rank, self.case)
+                got = alloc(count)
+                got.copy_(x)
+                dist.all_reduce(got)
+                self.expect_reduced(self.case, got,
+                                    self.allreduce_reference(x, "SUM", self.case, "sum"), "SUM")
+                self.case = f"broadcast weft memory {tag}"
+                got = alloc(count)
+                got.copy_(make(torch.float32, (count,), self.rank, self.case))
+                dist.broadcast(got, src=self.n - 1)
+                self.expect_equal(self.case, got,
+                                  make(torch.float32, (count,), self.n - 1, self.case))
+                self.case = f"all_gather weft memory {tag}"
+                mine = alloc(count)
+                mine.copy_(make(torch.float32, (count,), self.rank, self.case))
+                outs = [alloc(count) for _ in range(self.n)]
+                dist.all_gather(outs, mine)
+                for r in range(self.n):
+                    self.expect_equal(f"{self.case} block {r}", outs[r],
+                                      make(torch.float32, (count,), r, self.case))
+
     def allreduce_noncontiguous(self):
         self.section("all_reduce non-contiguous")
         for dtype in (torch.float32, torch.int64, torch.float16, torch.bool):

@@ -41,7 +41,7 @@ import rank_launcher
 CASES = ("allreduce_matrix", "allreduce_noncontiguous", "allreduce_coalesced", "broadcast",
          "reduce", "all_gather", "all_gather_base", "all_gather_coalesced", "gather_scatter",
          "reduce_scatter", "all_to_all", "point_to_point", "batch_p2p", "async_work",
-         "subgroup", "errors")
+         "subgroup", "weft_memory", "errors")
 
 
 def rank_main(args):

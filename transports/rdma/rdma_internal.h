@@ -91,6 +91,8 @@ class RdmaTransport final : public Transport, public TransportCapabilities {
   bool prepareToSleep() override;
   void operationDone() override;
   void memoryFreed(const void* buf, size_t bytes) override;
+  void userMemoryRegistered(const void* buf, size_t bytes) override;
+  void userMemoryDeregistered(const void* buf, size_t bytes) override;
   int findCulprit() override;
   void announceFailure(int culprit) override;
   void close(bool graceful) override;
@@ -145,6 +147,8 @@ class RdmaTransport final : public Transport, public TransportCapabilities {
   uint32_t recvDepth_ = 0;
   uint32_t maxInline_ = ~0u;  // the least any queue pair takes
   std::unique_ptr<MrCache> registrations_;
+  // weftCommRegister's ranges, each holding its persistent cache entry until deregistered.
+  std::vector<std::pair<std::pair<const void*, size_t>, const Registration*>> userRegistrations_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null where this transport has none
   std::vector<std::string> peerNames_;
   std::vector<Peer*> active_;  // peers with queued work

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/log.h"
 #include "transports/rdma/rdma_internal.h"
 
 namespace weft::rdma {
@@ -385,6 +386,30 @@ void RdmaTransport::operationDone() {
 
 void RdmaTransport::memoryFreed(const void* buf, size_t bytes) {
   if (registrations_) registrations_->invalidate(buf, bytes);
+}
+
+void RdmaTransport::userMemoryRegistered(const void* buf, size_t bytes) {
+  if (!registrations_) return;
+  const Registration* registration = nullptr;
+  Status made = registrations_->acquire(buf, bytes, &registration, /*persistent=*/true);
+  if (!made.isOk()) {
+    // Not fatal: transfers in the range register through the cache as before.
+    WEFT_WARN("rdma: keeping weftCommRegister's %zu bytes registered failed: %s", bytes,
+              made.message().c_str());
+    return;
+  }
+  userRegistrations_.push_back({{buf, bytes}, registration});
+}
+
+void RdmaTransport::userMemoryDeregistered(const void* buf, size_t bytes) {
+  for (auto it = userRegistrations_.begin(); it != userRegistrations_.end(); ++it) {
+    if (it->first != std::make_pair(buf, bytes)) continue;
+    registrations_->release(it->second);
+    userRegistrations_.erase(it);
+    // The user may free the memory now: an entry that still covers it must not outlive it.
+    registrations_->invalidate(buf, bytes);
+    return;
+  }
 }
 
 }  // namespace weft::rdma

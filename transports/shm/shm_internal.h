@@ -77,6 +77,9 @@ class ShmTransport final : public Transport, public TransportCapabilities, publi
   int localSize() const override { return static_cast<int>(locals_.size()); }
   int localIndex() const override { return myIndex_; }
   int rankOf(int index) const override { return locals_[index].rank; }
+  pid_t processOf(int index) const override { return locals_[index].pid; }
+  bool everyRankReadsEveryOther() const override;
+  mutable bool allReadable_ = false;  // everyRankReadsEveryOther() held once, so it holds
   size_t windowBytes() const override { return options_.windowBytes; }
   char* window(int index) override { return locals_[index].view.window(); }
   std::atomic<uint64_t>& flag(int index, int which) override {

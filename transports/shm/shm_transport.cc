@@ -422,4 +422,20 @@ void ShmTransport::close(bool graceful) {
   epollFd_ = wakeFd_ = -1;
 }
 
+// Every rank's readable words, as each wrote them after probing its peers at set-up.
+bool ShmTransport::everyRankReadsEveryOther() const {
+  if (allReadable_) return true;
+  for (const LocalPeer& reader : locals_) {
+    if (reader.view.base == nullptr) return false;
+    for (const LocalPeer& owner : locals_) {
+      if (owner.index != reader.index &&
+          reader.view.readable(owner.index).load(std::memory_order_acquire) == 0) {
+        return false;
+      }
+    }
+  }
+  allReadable_ = true;
+  return true;
+}
+
 }  // namespace weft::shm

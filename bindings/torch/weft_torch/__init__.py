@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 from . import _C  # noqa: E402  (needs torch loaded first)
 
-__all__ = ["BACKEND", "ProcessGroupWeft", "version"]
+__all__ = ["BACKEND", "ProcessGroupWeft", "empty", "version"]
 
 BACKEND = "weft"
 ProcessGroupWeft = _C.ProcessGroupWeft
@@ -25,6 +25,20 @@ ProcessGroupWeft = _C.ProcessGroupWeft
 def version():
     """weft's version code (major * 10000 + minor * 100 + patch)."""
     return _C.weft_version()
+
+
+def empty(*size, dtype=torch.float32):
+    """An uninitialised (in fact zero-filled) CPU tensor in weftMemAlloc memory, like
+    torch.empty(*size, dtype=dtype): where every rank's tensors of a collective come from here,
+    the shared-memory algorithms read them in place (docs/MEMORY.md). Its memory is freed when
+    its storage is."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    count = 1
+    for extent in size:
+        count *= int(extent)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return _C.empty_bytes(count * itemsize).view(dtype).view(size)
 
 
 def _create(store, rank, size, timeout):
