@@ -298,7 +298,7 @@ WEFT_API weftResult_t weftGroupEnd(void);
  * instead of copying them through the kernel or staging windows. The memory is shared with a
  * child made by fork (a shared mapping), and is released by weftMemFree (or at exit); a peer that
  * still has it mapped keeps the pages until it drops them (at the latest when its communicators
- * are destroyed). Passing memory freed by weftMemFree to a call is an error naming the buffer. */
+ * are destroyed). A call given memory freed by weftMemFree (one of the last 256 frees) fails naming the buffer. */
 WEFT_API weftResult_t weftMemAlloc(void** ptr, size_t size);
 WEFT_API weftResult_t weftMemFree(void* ptr);
 
@@ -312,12 +312,12 @@ WEFT_API weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t
 WEFT_API weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
 
 /* A window: collective over comm, every rank giving a buffer of the same size from weftMemAlloc.
- * With WEFT_WIN_COLL_SYMMETRIC the ranks promise that each collective whose buffers lie in the
- * window uses the same offsets into it on every rank; weft then chooses the zero-copy algorithms
- * for those calls from the first byte (on one host with shared memory: every rank maps every
- * other's window once, here). A call whose buffers break the promise still completes correctly,
- * more slowly. weftCommWindowDeregister is collective too, and returns once no rank can still
- * read this rank's window. */
+ * With WEFT_WIN_COLL_SYMMETRIC the ranks promise that the collectives whose buffers lie in the
+ * window use them alike on every rank; on one host with shared memory weft then chooses the
+ * zero-copy algorithms for this communicator's calls at every size (each rank maps the others'
+ * memory at its first call and keeps it mapped). A call whose buffers break the promise still
+ * completes correctly, more slowly. weftCommWindowDeregister is collective too, and returns once
+ * no rank can still read this rank's window. */
 typedef struct weftWindow* weftWindow_t;
 #define WEFT_WIN_DEFAULT 0x00
 #define WEFT_WIN_COLL_SYMMETRIC 0x01

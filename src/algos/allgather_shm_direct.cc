@@ -41,8 +41,7 @@ Status allgatherShmDirect(AlgoContext& ctx) {
     if (first) {
       WEFT_TRY(
           shared_buffers::reach(ctx, window::arrived(round), in, blockBytes, nullptr, 0, &peers));
-      anyShared = std::any_of(peers.send.begin(), peers.send.end(),
-                              [](const char* p) { return p != nullptr; });
+      anyShared = peers.anySend();
       // Nothing staged: every block whole, in this one round.
       if (peers.allSends) chunkElems = args.count, bytes = blockBytes;
     }

@@ -42,7 +42,6 @@ Status allreduceShmDirect(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   SharedWindows& shared = *ctx.windows();
   const size_t typeSize = ctx.typeSize();
-  const int size = shared.localSize();
   const int me = shared.localIndex();
   const size_t chunkElems = window::areaBytes(shared) / typeSize;
   const auto* in = static_cast<const char*>(args.send);
@@ -50,7 +49,6 @@ Status allreduceShmDirect(AlgoContext& ctx) {
   const size_t bytes = ctx.blockBytes();
 
   shared_buffers::Reached peers;
-  std::vector<const char*> sources(size);
   for (size_t offset = 0; offset < args.count; offset += chunkElems) {
     const size_t count = std::min(chunkElems, args.count - offset);
     const uint64_t round = ctx.nextWindowRound();
@@ -69,15 +67,7 @@ Status allreduceShmDirect(AlgoContext& ctx) {
       if (peers.all) return allreduceZeroCopy(ctx, round, peers);
     }
 
-    // Each rank's chunk: in its area, or in its own send buffer where that is shareable.
-    const ring::Range share = ring::blockOf(count, size, me);
-    for (int index = 0; index < size; ++index) {
-      sources[index] = (peers.send[index] != nullptr ? peers.send[index] + offset * typeSize
-                                                     : window::area(shared, index, round)) +
-                       share.offset * typeSize;
-    }
-    shared_buffers::foldOwnFirst(ctx, window::area(shared, me, round) + share.offset * typeSize,
-                                 sources, share.count);
+    shared_buffers::reduceShareOfChunk(ctx, peers, round, offset, count);
     WEFT_TRY(ctx.publishAndWait(window::kReduced, round));
     window::copySharesOut(ctx, round, count, out + offset * typeSize);
   }

@@ -51,8 +51,7 @@ Status reduceScatterShmDirect(AlgoContext& ctx) {
     if (first) {
       WEFT_TRY(
           shared_buffers::reach(ctx, window::arrived(round), in, sendBytes, nullptr, 0, &peers));
-      anyShared = std::any_of(peers.send.begin(), peers.send.end(),
-                              [](const char* p) { return p != nullptr; });
+      anyShared = peers.anySend();
       if (peers.allSends) chunkElems = count = args.count;  // nothing staged: one round
     }
     for (int index = 0; index < size; ++index) {

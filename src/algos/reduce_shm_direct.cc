@@ -17,7 +17,6 @@ Status reduceShmDirect(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   SharedWindows& shared = *ctx.windows();
   const size_t typeSize = ctx.typeSize();
-  const int size = shared.localSize();
   const int me = shared.localIndex();
   const bool isRoot = me == args.root;
   const size_t chunkElems = window::areaBytes(shared) / typeSize;
@@ -26,7 +25,6 @@ Status reduceShmDirect(AlgoContext& ctx) {
   auto* out = static_cast<char*>(args.recv);
 
   shared_buffers::Reached peers;
-  std::vector<const char*> sources(size);
   bool anyShared = false;
   for (size_t offset = 0; offset < args.count; offset += chunkElems) {
     const size_t count = std::min(chunkElems, args.count - offset);
@@ -43,17 +41,9 @@ Status reduceShmDirect(AlgoContext& ctx) {
     WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
     if (first) {
       WEFT_TRY(shared_buffers::reach(ctx, window::arrived(round), in, bytes, nullptr, 0, &peers));
-      anyShared = std::any_of(peers.send.begin(), peers.send.end(),
-                              [](const char* p) { return p != nullptr; });
+      anyShared = peers.anySend();
     }
-    const ring::Range share = ring::blockOf(count, size, me);
-    for (int index = 0; index < size; ++index) {
-      sources[index] = (peers.send[index] != nullptr ? peers.send[index] + offset * typeSize
-                                                     : window::area(shared, index, round)) +
-                       share.offset * typeSize;
-    }
-    shared_buffers::foldOwnFirst(ctx, window::area(shared, me, round) + share.offset * typeSize,
-                                 sources, share.count);
+    shared_buffers::reduceShareOfChunk(ctx, peers, round, offset, count);
     shared.publish(window::kReduced, round);
     const bool lastRound = offset + count >= args.count;
     if (!isRoot && !(anyShared && lastRound)) continue;

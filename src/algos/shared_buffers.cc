@@ -7,6 +7,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "algos/shm_window.h"
 #include "transports/shared_windows.h"
 
 namespace weft::shared_buffers {
@@ -79,6 +80,23 @@ Status reachSend(AlgoContext& ctx, int flag, int index, size_t sendBytes, const 
                                       sendBytes, &reached));
   *out = reached;
   return Status::ok();
+}
+
+void reduceShareOfChunk(AlgoContext& ctx, const Reached& peers, uint64_t round, size_t offset,
+                        size_t count) {
+  SharedWindows& shared = *ctx.windows();
+  const size_t typeSize = ctx.typeSize();
+  const int size = shared.localSize();
+  const int me = shared.localIndex();
+  const ring::Range share = ring::blockOf(count, size, me);
+  std::vector<const char*> sources(size);
+  for (int index = 0; index < size; ++index) {
+    sources[index] = (peers.send[index] != nullptr ? peers.send[index] + offset * typeSize
+                                                   : window::area(shared, index, round)) +
+                     share.offset * typeSize;
+  }
+  foldOwnFirst(ctx, window::area(shared, me, round) + share.offset * typeSize, sources,
+               share.count);
 }
 
 void foldOwnFirst(AlgoContext& ctx, char* dst, const std::vector<const char*>& sources,

@@ -36,6 +36,14 @@ struct Reached {
   std::vector<char*> recv;
   bool allSends = false;  // every rank's send buffer is reachable
   bool all = false;       // every send and every recv buffer is reachable
+
+  // Some rank's send buffer is read in place: its owner must not return before the readers.
+  bool anySend() const {
+    for (const char* buffer : send) {
+      if (buffer != nullptr) return true;
+    }
+    return false;
+  }
 };
 
 // Reads the offers of flag `flag` (all published) and maps what they name.
@@ -45,6 +53,12 @@ Status reach(AlgoContext& ctx, int flag, const void* send, size_t sendBytes, voi
 // Local rank `index`'s send buffer alone, from its offer of flag `flag` (which it published):
 // null where it is not shareable.
 Status reachSend(AlgoContext& ctx, int flag, int index, size_t sendBytes, const char** out);
+
+// The staged direct all-reduce and reduce: reduces this rank's share of a round's chunk
+// (elements [offset, offset + count) of the message) into its own window area, reading each
+// rank's chunk from its area, or from its own send buffer where that is shareable.
+void reduceShareOfChunk(AlgoContext& ctx, const Reached& peers, uint64_t round, size_t offset,
+                        size_t count);
 
 // dst = the reduction of `count` elements at each of `sources` (one per local rank), folded
 // with this rank's own first, then the others by local index. dst may be this rank's own source

@@ -10,9 +10,6 @@
 // WEFT_TEST_UNDUMPABLE=1 makes the process refuse to be read by its peers (PR_SET_DUMPABLE),
 // which forces the shm transport's fallback from single-copy reads to copies through shared
 // memory.
-#include <linux/capability.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,20 +19,9 @@
 #include <string>
 
 #include "multirank/coll_matrix.h"
+#include "multirank/unreadable_process.h"
 
 namespace {
-
-// Makes this process unreadable by its peers' process_vm_readv: not dumpable, and (for root,
-// which could read it anyway) without CAP_SYS_PTRACE.
-void refuseCrossMemoryReads() {
-  prctl(PR_SET_DUMPABLE, 0);
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  if (syscall(SYS_capget, &header, data) != 0) return;
-  data[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
-  data[CAP_SYS_PTRACE / 32].permitted &= ~(1u << (CAP_SYS_PTRACE % 32));
-  syscall(SYS_capset, &header, data);
-}
 
 // VmRSS of this process in KiB, from /proc/self/status.
 long residentKib() {
@@ -52,7 +38,7 @@ long residentKib() {
 int main(int argc, char** argv) {
   if (const char* undumpable = std::getenv("WEFT_TEST_UNDUMPABLE");
       undumpable && *undumpable == '1') {
-    refuseCrossMemoryReads();
+    weft::test::refuseCrossMemoryReads();
   }
   weftComm_t comm = nullptr;
   if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {

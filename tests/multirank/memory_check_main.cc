@@ -12,9 +12,6 @@
 // WEFT_TEST_UNDUMPABLE=1 makes the process refuse to be read by its peers (PR_SET_DUMPABLE, and
 // no CAP_SYS_PTRACE): neither process_vm_readv nor /proc/<pid>/fd reach it, so its peers cannot
 // map its weftMemAlloc memory; every call must still complete correctly.
-#include <linux/capability.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,27 +22,12 @@
 #include <vector>
 
 #include "multirank/memory_checks.h"
-
-namespace {
-
-// As weft_coll_check does: not dumpable, and (for root, which could read it anyway) without
-// CAP_SYS_PTRACE.
-void refuseCrossMemoryReads() {
-  prctl(PR_SET_DUMPABLE, 0);
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  if (syscall(SYS_capget, &header, data) != 0) return;
-  data[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
-  data[CAP_SYS_PTRACE / 32].permitted &= ~(1u << (CAP_SYS_PTRACE % 32));
-  syscall(SYS_capset, &header, data);
-}
-
-}  // namespace
+#include "multirank/unreadable_process.h"
 
 int main(int argc, char** argv) {
   const char* undumpable = std::getenv("WEFT_TEST_UNDUMPABLE");
   const bool unreachable = undumpable && *undumpable == '1';
-  if (unreachable) refuseCrossMemoryReads();
+  if (unreachable) weft::test::refuseCrossMemoryReads();
   weftComm_t comm = nullptr;
   if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
     std::fprintf(stderr, "init failed: %s\n", weftGetLastError(nullptr));
