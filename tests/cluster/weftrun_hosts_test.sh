@@ -24,7 +24,14 @@ work="$(mktemp -d /tmp/weft-hosts.XXXXXX)"
 # for leftovers finds this job's processes and nothing else.
 program="$work/all_reduce_perf"
 ln -s "$perf" "$program"
-leftovers() { pgrep -f "$work/" || true; }
+# This job's live processes: a zombie (exited, not yet reaped by its parent, e.g. a host's
+# weftrun agent whose launch agent is still ending) runs nothing and is left out.
+leftovers() {
+  local pid
+  for pid in $(pgrep -f "$work/" || true); do
+    [[ "$(ps -o stat= -p "$pid" 2>/dev/null || true)" == Z* ]] || echo "$pid"
+  done
+}
 cleanup() {
   local pid
   # Only if a check failed: end what this run left, by pid.
