@@ -298,7 +298,8 @@ WEFT_API weftResult_t weftGroupEnd(void);
  * instead of copying them through the kernel or staging windows. The memory is shared with a
  * child made by fork (a shared mapping), and is released by weftMemFree (or at exit); a peer that
  * still has it mapped keeps the pages until it drops them (at the latest when its communicators
- * are destroyed). A call given memory freed by weftMemFree (one of the last 256 frees) fails naming the buffer. */
+ * are destroyed). A call given memory freed by weftMemFree (one of the last 256 frees) fails naming
+ * the buffer. */
 WEFT_API weftResult_t weftMemAlloc(void** ptr, size_t size);
 WEFT_API weftResult_t weftMemFree(void* ptr);
 
