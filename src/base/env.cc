@@ -108,6 +108,12 @@ constexpr Variable kVariables[] = {
     {"NCCL_SOCKET_IFNAME", "",
      "Read as WEFT_SOCKET_IFNAME when that is not set, so that NCCL job scripts pick the same "
      "interfaces."},
+    // The torch.distributed backend (bindings/torch).
+    {"WEFT_TORCH_DEFER_BYTES", "1048576",
+     "A collective of at most this many bytes (the tensors weft reads and writes), issued while "
+     "no earlier call of the group is outstanding, is held until its Work is waited on and then "
+     "runs on the waiting thread; it is queued instead once the group's next call, get_future() "
+     "or is_completed() needs it, or after 1 ms. 0 queues every call (docs/TORCH.md)."},
     // Launch (set by weftrun, or by the user for other launchers).
     {"WEFT_LOCAL_NRANKS", "", "Ranks on this host (weftrun sets it)."},
     {"WEFT_LOCAL_RANK", "", "Rank within this host (weftrun sets it)."},

@@ -17,15 +17,15 @@ relative) of sum / N. Bool results are compared as bytes, so a bool holding a va
 0 or 1 fails.
 
 Also covered: counts 0, 1, 7, 1000 and 1 << 18; non-contiguous tensors; async Work (wait with a
-timeout, is_completed, get_future); a new_group() subgroup and a rank outside it; send/recv,
-isend/irecv and batch_isend_irecv; uneven all-to-all; and argument errors, which must raise a
-RuntimeError starting "weft:" that names the argument and leave the group usable.
+timeout, is_completed, get_future); the fast path's held calls (cases_deferred.py); a new_group()
+subgroup and a rank outside it; send/recv, isend/irecv and batch_isend_irecv; uneven all-to-all;
+and argument errors, which must raise a RuntimeError starting "weft:" that names the argument and leave the group usable.
 
 The parent process only launches and supervises (rank_launcher.py): a rank that fails prints
 "FAIL rank R case C" and exits 1; the parent then stops the others, and kills every rank at
---timeout. The cases live in cases_reduction.py, cases_movement.py and cases_p2p.py, mixins on
-checks.Checker (inputs, references, comparisons); this script composes them into Rank and runs
-them in the order of CASES.
+--timeout. The cases live in cases_reduction.py, cases_movement.py, cases_p2p.py and
+cases_deferred.py, mixins on checks.Checker (inputs, references, comparisons); this script
+composes them into Rank and runs them in the order of CASES.
 """
 
 import argparse
@@ -41,7 +41,7 @@ import rank_launcher
 CASES = ("allreduce_matrix", "allreduce_noncontiguous", "allreduce_coalesced", "broadcast",
          "reduce", "all_gather", "all_gather_base", "all_gather_coalesced", "gather_scatter",
          "reduce_scatter", "all_to_all", "point_to_point", "batch_p2p", "async_work",
-         "subgroup", "weft_memory", "errors")
+         "deferred_calls", "subgroup", "weft_memory", "errors")
 
 
 def rank_main(args):
@@ -49,12 +49,13 @@ def rank_main(args):
     import torch
     import torch.distributed as dist
     import weft_torch  # noqa: F401  (registers the backend)
+    from cases_deferred import DeferredCases
     from cases_movement import MovementCases
     from cases_p2p import PeerCases
     from cases_reduction import ReductionCases
     from checks import Checker
 
-    class Rank(ReductionCases, MovementCases, PeerCases, Checker):
+    class Rank(ReductionCases, MovementCases, PeerCases, DeferredCases, Checker):
         def run_all(self, only=None):
             for name in CASES:
                 if not only or name in only:

@@ -32,10 +32,12 @@ class GroupScope {
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allGatherStaged(
     c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
     const at::Tensor& input, const Staged& output, weftDataType_t dtype) {
+  void* send = input.data_ptr();
+  void* recv = output.buffer.data_ptr();
+  size_t count = input.numel();
   return launchCall(type, what, std::move(outputs), {input, output.buffer}, output.finisher,
-                    [&](weftRequest_t* request) {
-                      return weftAllGather(input.data_ptr(), output.buffer.data_ptr(),
-                                           input.numel(), dtype, comm_, request);
+                    [send, recv, count, dtype, comm = comm_](weftRequest_t* request) {
+                      return weftAllGather(send, recv, count, dtype, comm, request);
                     });
 }
 
@@ -119,11 +121,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::gather(
   Staged out;
   if (isRoot) out = stageConcatenated(outputs[0], /*copyIn=*/false);
   std::vector<at::Tensor> results = isRoot ? outputs[0] : std::vector<at::Tensor>();
+  void* send = in.data_ptr();
+  void* recv = isRoot ? out.buffer.data_ptr() : nullptr;
+  size_t count = in.numel();
+  int root = static_cast<int>(opts.rootRank);
   return launchCall(c10d::OpType::GATHER, "gather", results, {in, out.buffer}, out.finisher,
-                    [&](weftRequest_t* request) {
-                      return weftGather(in.data_ptr(), isRoot ? out.buffer.data_ptr() : nullptr,
-                                        in.numel(), type, static_cast<int>(opts.rootRank), comm_,
-                                        request);
+                    [send, recv, count, type, root, comm = comm_](weftRequest_t* request) {
+                      return weftGather(send, recv, count, type, root, comm, request);
                     });
 }
 
@@ -146,11 +150,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::scatter(
   }
   weftDataType_t type = weftTypeOf(outputs[0], "scatter");
   Staged out = stageOutput(outputs[0]);
+  void* send = isRoot ? in.data_ptr() : nullptr;
+  void* recv = out.buffer.data_ptr();
+  size_t count = outputs[0].numel();
+  int root = static_cast<int>(opts.rootRank);
   return launchCall(c10d::OpType::SCATTER, "scatter", outputs, {in, out.buffer}, out.finisher,
-                    [&](weftRequest_t* request) {
-                      return weftScatter(isRoot ? in.data_ptr() : nullptr, out.buffer.data_ptr(),
-                                         outputs[0].numel(), type, static_cast<int>(opts.rootRank),
-                                         comm_, request);
+                    [send, recv, count, type, root, comm = comm_](weftRequest_t* request) {
+                      return weftScatter(send, recv, count, type, root, comm, request);
                     });
 }
 
@@ -206,10 +212,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall_base(
     TORCH_CHECK(input.numel() == output.numel() && input.numel() % size == 0, "weft: ",
                 "alltoall_base: input and output need the same element count, divisible by ", size,
                 " ranks (got ", input.numel(), " and ", output.numel(), ")");
+    void* send = in.data_ptr();
+    void* recv = out.buffer.data_ptr();
+    size_t count = in.numel() / size;
     return launchCall(c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output}, {in, out.buffer},
-                      out.finisher, [&](weftRequest_t* request) {
-                        return weftAlltoAll(in.data_ptr(), out.buffer.data_ptr(), in.numel() / size,
-                                            type, comm_, request);
+                      out.finisher,
+                      [send, recv, count, type, comm = comm_](weftRequest_t* request) {
+                        return weftAlltoAll(send, recv, count, type, comm, request);
                       });
   }
   // Uneven splits are counted in rows of dimension 0; a missing list means even rows.
@@ -288,9 +297,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& t
   checkRank(dstRank, getSize(), "send", "dst");
   weftDataType_t type = weftTypeOf(tensors[0], "send");
   at::Tensor in = contiguousInput(tensors[0]);
+  void* send = in.data_ptr();
+  size_t count = in.numel();
   return launchCall(c10d::OpType::SEND, "send to rank " + std::to_string(dstRank), tensors, {in},
-                    Finisher(), [&](weftRequest_t* request) {
-                      return weftSend(in.data_ptr(), in.numel(), type, dstRank, comm_, request);
+                    Finisher(), [send, count, type, dstRank, comm = comm_](weftRequest_t* request) {
+                      return weftSend(send, count, type, dstRank, comm, request);
                     });
 }
 
@@ -301,10 +312,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& t
   checkRank(srcRank, getSize(), "recv", "src");
   weftDataType_t type = weftTypeOf(tensors[0], "recv");
   Staged out = stageOutput(tensors[0]);
+  void* recv = out.buffer.data_ptr();
+  size_t count = out.buffer.numel();
   return launchCall(c10d::OpType::RECV, "receive from rank " + std::to_string(srcRank), tensors,
-                    {out.buffer}, out.finisher, [&](weftRequest_t* request) {
-                      return weftRecv(out.buffer.data_ptr(), out.buffer.numel(), type, srcRank,
-                                      comm_, request);
+                    {out.buffer}, out.finisher,
+                    [recv, count, type, srcRank, comm = comm_](weftRequest_t* request) {
+                      return weftRecv(recv, count, type, srcRank, comm, request);
                     });
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "tensor_mapping.h"
@@ -19,6 +20,20 @@ namespace {
 // prefixed per group, so every group has its own).
 constexpr const char* kUniqueIdKey = "weft_unique_id";
 
+// Deferring pays where a call is mostly latency; DDP's first gradient bucket (1 MiB) is the
+// largest call that still is on a host.
+constexpr int64_t kDefaultDeferBytes = 1 << 20;
+
+int64_t deferBytesFromEnv() {
+  const char* value = std::getenv("WEFT_TORCH_DEFER_BYTES");
+  if (value == nullptr || *value == '\0') return kDefaultDeferBytes;
+  char* end = nullptr;
+  long long bytes = std::strtoll(value, &end, 10);
+  TORCH_CHECK(end != value && *end == '\0' && bytes >= 0, "weft: WEFT_TORCH_DEFER_BYTES='", value,
+              "' is not a byte count (0 or more)");
+  return bytes;
+}
+
 int deadlineMs(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) return WEFT_CONFIG_UNDEF_INT;
   return static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
@@ -28,7 +43,7 @@ int deadlineMs(std::chrono::milliseconds timeout) {
 
 ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                    std::chrono::milliseconds timeout)
-    : WeftBase(rank, size) {
+    : WeftBase(rank, size), deferBytes_(deferBytesFromEnv()) {
   TORCH_CHECK(store, "weft: the store is null");
   weftUniqueId id;
   if (rank == 0) {
@@ -72,6 +87,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(
     c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
     std::vector<at::Tensor> keepAlive, Finisher finisher,
     const std::function<void(WeftWork&)>& issue) {
+  completer_->flushDeferred();  // an earlier deferred call is issued first, in order
   auto work = c10::make_intrusive<WeftWork>(getRank(), type, what, std::move(outputs),
                                             std::move(keepAlive), std::move(finisher));
   issue(*work);
@@ -85,10 +101,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(
-    c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
-    std::vector<at::Tensor> keepAlive, Finisher finisher,
-    const std::function<weftResult_t(weftRequest_t*)>& call) {
+bool ProcessGroupWeft::defers(c10d::OpType type, const std::vector<at::Tensor>& touched) const {
+  if (type == c10d::OpType::SEND || type == c10d::OpType::RECV) return false;
+  if (coalescingDepth_ > 0 || !completer_->idle()) return false;
+  int64_t bytes = 0;
+  for (const at::Tensor& tensor : touched) {
+    if (tensor.defined()) bytes += static_cast<int64_t>(tensor.nbytes());
+  }
+  return bytes <= deferBytes_;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(c10d::OpType type,
+                                                            const std::string& what,
+                                                            std::vector<at::Tensor> outputs,
+                                                            std::vector<at::Tensor> keepAlive,
+                                                            Finisher finisher, WeftCall call) {
+  completer_->flushDeferred();  // an earlier deferred call is issued first, in order
+  if (defers(type, keepAlive)) {
+    auto work = c10::make_intrusive<WeftWork>(getRank(), type, what, std::move(outputs),
+                                              std::move(keepAlive), std::move(finisher));
+    completer_->defer(work, std::move(call));
+    return work;
+  }
   return launch(type, what, std::move(outputs), std::move(keepAlive), std::move(finisher),
                 [&](WeftWork& work) {
                   weftRequest_t request = nullptr;
@@ -102,11 +136,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tenso
   checkRootedSingle(tensors, opts.rootRank, opts.rootTensor, getSize(), "broadcast");
   weftDataType_t type = weftTypeOf(tensors[0], "broadcast");
   Staged staged = stageInOut(tensors[0]);
+  void* data = staged.buffer.data_ptr();
+  size_t count = staged.buffer.numel();
+  int root = static_cast<int>(opts.rootRank);
   return launchCall(c10d::OpType::BROADCAST, "broadcast", tensors, {staged.buffer}, staged.finisher,
-                    [&](weftRequest_t* request) {
-                      void* data = staged.buffer.data_ptr();
-                      return weftBroadcast(data, data, staged.buffer.numel(), type,
-                                           static_cast<int>(opts.rootRank), comm_, request);
+                    [data, count, type, root, comm = comm_](weftRequest_t* request) {
+                      return weftBroadcast(data, data, count, type, root, comm, request);
                     });
 }
 
@@ -124,11 +159,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allReduceStaged(
     c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
     const Staged& staged, weftDataType_t dtype, weftRedOp_t op) {
+  void* data = staged.buffer.data_ptr();
+  size_t count = staged.buffer.numel();
   return launchCall(type, what, std::move(outputs), {staged.buffer}, staged.finisher,
-                    [&](weftRequest_t* request) {
-                      void* data = staged.buffer.data_ptr();
-                      return weftAllReduce(data, data, staged.buffer.numel(), dtype, op, comm_,
-                                           request);
+                    [data, count, dtype, op, comm = comm_](weftRequest_t* request) {
+                      return weftAllReduce(data, data, count, dtype, op, comm, request);
                     });
 }
 
@@ -141,10 +176,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::bitwiseAllreduce(at::Tensor& te
   at::Tensor input = contiguousInput(tensor);
   at::Tensor gathered = at::empty({getSize(), input.numel()}, input.options());
   Finisher fold = [op, gathered, tensor]() mutable { foldBitwise(op, gathered, tensor); };
+  void* in = input.data_ptr();
+  void* out = gathered.data_ptr();
+  size_t count = input.numel();
   return launchCall(c10d::OpType::ALLREDUCE, what, {tensor}, {input, gathered}, fold,
-                    [&](weftRequest_t* request) {
-                      return weftAllGather(input.data_ptr(), gathered.data_ptr(), input.numel(),
-                                           type, comm_, request);
+                    [in, out, count, type, comm = comm_](weftRequest_t* request) {
+                      return weftAllGather(in, out, count, type, comm, request);
                     });
 }
 
@@ -180,11 +217,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce(std::vector<at::Tensor>&
   Staged staged = stageInOut(tensors[0]);
   // Only the root's tensor changes, as with gloo and NCCL.
   Finisher finisher = getRank() == opts.rootRank ? staged.finisher : Finisher();
+  void* data = staged.buffer.data_ptr();
+  size_t count = staged.buffer.numel();
+  int root = static_cast<int>(opts.rootRank);
   return launchCall(c10d::OpType::REDUCE, "reduce", tensors, {staged.buffer}, finisher,
-                    [&](weftRequest_t* request) {
-                      void* data = staged.buffer.data_ptr();
-                      return weftReduce(data, data, staged.buffer.numel(), type, op,
-                                        static_cast<int>(opts.rootRank), comm_, request);
+                    [data, count, type, op, root, comm = comm_](weftRequest_t* request) {
+                      return weftReduce(data, data, count, type, op, root, comm, request);
                     });
 }
 
@@ -202,10 +240,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_reduce_scatter_base(
   weftDataType_t type = weftTypeOf(input, "_reduce_scatter_base");
   at::Tensor in = contiguousInput(input);
   Staged out = stageOutput(output);
+  void* send = in.data_ptr();
+  void* recv = out.buffer.data_ptr();
+  size_t count = output.numel();
   return launchCall(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
-                    {in, out.buffer}, out.finisher, [&](weftRequest_t* request) {
-                      return weftReduceScatter(in.data_ptr(), out.buffer.data_ptr(), output.numel(),
-                                               type, op, comm_, request);
+                    {in, out.buffer}, out.finisher,
+                    [send, recv, count, type, op, comm = comm_](weftRequest_t* request) {
+                      return weftReduceScatter(send, recv, count, type, op, comm, request);
                     });
 }
 
@@ -226,11 +267,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOptions& /*opts*/) {
   return launchCall(c10d::OpType::BARRIER, "barrier", {}, {}, Finisher(),
-                    [&](weftRequest_t* request) { return weftBarrier(comm_, request); });
+                    [comm = comm_](weftRequest_t* request) { return weftBarrier(comm, request); });
 }
 
 #if TORCH_VERSION_MAJOR < 2
 void ProcessGroupWeft::startCoalescing() {
+  completer_->flushDeferred();  // not part of the batch
   check(weftGroupStart(), "startCoalescing");
   ++coalescingDepth_;
 }

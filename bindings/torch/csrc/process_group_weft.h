@@ -97,12 +97,18 @@ class ProcessGroupWeft : public WeftBase {
                                         std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> keepAlive, Finisher finisher,
                                         const std::function<void(WeftWork&)>& issue);
-  // The common case of launch: one weft call that hands back one request.
-  c10::intrusive_ptr<c10d::Work> launchCall(
-      c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
-      std::vector<at::Tensor> keepAlive, Finisher finisher,
-      const std::function<weftResult_t(weftRequest_t*)>& call);
+  // The common case of launch: one weft call. `call` is kept past the return (a deferred call
+  // runs when waited on), so it captures what it needs by value.
+  c10::intrusive_ptr<c10d::Work> launchCall(c10d::OpType type, const std::string& what,
+                                            std::vector<at::Tensor> outputs,
+                                            std::vector<at::Tensor> keepAlive, Finisher finisher,
+                                            WeftCall call);
   void check(weftResult_t result, const std::string& what) const;
+  // Whether a call is deferred until waited on (weft_work.h): a collective (point-to-point
+  // calls may be posted in either order on two ranks, so each must progress on its own) of at
+  // most deferBytes_ through the tensors weft touches, outside a batch, with no earlier call
+  // still to complete (it would run after them, holding up its waiter).
+  bool defers(c10d::OpType type, const std::vector<at::Tensor>& touched) const;
   // The reductions and all-gathers of several torch calls differ only in how they stage.
   c10::intrusive_ptr<c10d::Work> allReduceStaged(c10d::OpType type, const std::string& what,
                                                  std::vector<at::Tensor> outputs,
@@ -124,6 +130,7 @@ class ProcessGroupWeft : public WeftBase {
                       const std::vector<int64_t>& inputCounts, weftDataType_t type);
 
   weftComm_t comm_ = nullptr;
+  int64_t deferBytes_ = 0;  // WEFT_TORCH_DEFER_BYTES
   std::unique_ptr<Completer> completer_;
   int coalescingDepth_ = 0;
   std::vector<c10::intrusive_ptr<WeftWork>> coalesced_;  // issued inside the open batch

@@ -7,6 +7,19 @@
 
 namespace weft_torch {
 
+namespace {
+
+// After this long without a deferred call the completer stops ticking (see lastDeferred_).
+constexpr std::chrono::milliseconds kQuietAfter{200};
+
+std::string failureText(const std::string& what, weftResult_t result, weftComm_t comm) {
+  const char* detail = weftGetLastError(comm);
+  return "weft: " + what + " failed: " + weftGetErrorString(result) +
+         (detail && *detail ? std::string(": ") + detail : std::string());
+}
+
+}  // namespace
+
 WeftWork::WeftWork(int rank, c10d::OpType opType, std::string what, std::vector<at::Tensor> outputs,
                    std::vector<at::Tensor> keepAlive, std::function<void()> finisher)
     : c10d::Work(rank, opType),
@@ -26,18 +39,37 @@ WeftWork::~WeftWork() {
   }
 }
 
-void WeftWork::complete(weftComm_t comm) {
-  std::string failure;
+void WeftWork::complete() {
+  std::string failure = issueFailure_;
   for (weftRequest_t& request : requests_) {
     weftResult_t result = weftWait(&request, -1);
-    if (result != weftSuccess && failure.empty()) {
-      const char* detail = weftGetLastError(comm);
-      failure = "weft: " + what_ + " failed: " + weftGetErrorString(result) +
-                (detail && *detail ? std::string(": ") + detail : std::string());
-    }
+    if (result != weftSuccess && failure.empty()) failure = failureText(what_, result, comm_);
     request = nullptr;
   }
-  std::exception_ptr error;
+  finishWith(std::move(failure));
+  if (completer_ != nullptr) completer_->workDone();
+}
+
+void WeftWork::runDeferred() {
+  claimed_.store(true);
+  weftResult_t result = deferredCall_(nullptr);
+  deferredCall_ = nullptr;
+  finishWith(result == weftSuccess ? std::string() : failureText(what_, result, comm_));
+  completer_->workDone();
+}
+
+void WeftWork::issueDeferred() {
+  weftRequest_t request = nullptr;
+  weftResult_t result = deferredCall_(&request);
+  deferredCall_ = nullptr;
+  if (result == weftSuccess) {
+    addRequest(request);
+  } else {
+    issueFailure_ = failureText(what_, result, comm_);
+  }
+}
+
+void WeftWork::finishWith(std::string failure) {
   if (failure.empty()) {
     try {
       if (finisher_) finisher_();
@@ -45,6 +77,7 @@ void WeftWork::complete(weftComm_t comm) {
       failure = "weft: " + what_ + ": copying the result out failed: " + e.what();
     }
   }
+  std::exception_ptr error;
   if (!failure.empty()) error = std::make_exception_ptr(std::runtime_error(failure));
   keepAlive_.clear();
   finish(error);
@@ -56,6 +89,17 @@ void WeftWork::complete(weftComm_t comm) {
 }
 
 bool WeftWork::wait(std::chrono::milliseconds timeout) {
+  // Waiting without a limit runs the call here (a deferred one blocking, a queued one through
+  // weft's helping wait): the caller needs the result, so another thread only adds wake-ups.
+  if (completer_ != nullptr && !c10d::Work::isCompleted()) {
+    if (timeout != kNoTimeout) {
+      completer_->flushDeferred(this);
+    } else if (completer_->takeDeferred(this)) {
+      runDeferred();
+    } else if (claim()) {
+      complete();
+    }
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });
@@ -67,6 +111,18 @@ bool WeftWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
+bool WeftWork::isCompleted() {
+  // Whoever polls for completion will not wait: the call must progress by itself.
+  if (completer_ != nullptr) completer_->flushDeferred(this);
+  return c10d::Work::isCompleted();
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WeftWork::getFuture() {
+  // Whoever chains on the future may never wait: the call must progress by itself.
+  if (completer_ != nullptr) completer_->flushDeferred(this);
+  return future_;
+}
+
 Completer::Completer(weftComm_t comm) : comm_(comm), thread_([this] { serve(); }) {}
 
 Completer::~Completer() {
@@ -76,9 +132,15 @@ Completer::~Completer() {
   }
   wake_.notify_one();
   thread_.join();
+  // Works their waiters took may still be running on those threads.
+  std::unique_lock<std::mutex> lock(mutex_);
+  drained_.wait(lock, [&] { return outstanding_.load() == 0; });
 }
 
 void Completer::add(c10::intrusive_ptr<WeftWork> work) {
+  work->comm_ = comm_;
+  work->completer_ = this;
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(work));
@@ -86,17 +148,80 @@ void Completer::add(c10::intrusive_ptr<WeftWork> work) {
   wake_.notify_one();
 }
 
-void Completer::serve() {
-  for (;;) {
-    c10::intrusive_ptr<WeftWork> work;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      work = std::move(queue_.front());
-      queue_.pop_front();
+void Completer::defer(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
+  work->comm_ = comm_;
+  work->completer_ = this;
+  work->deferredCall_ = std::move(call);
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (deferred_) {
+      flushDeferredLocked();
+      wake = true;
     }
-    work->complete(comm_);
+    deferred_ = std::move(work);
+    deferredAt_ = lastDeferred_ = Clock::now();
+    wake = wake || dormant_;
+  }
+  if (wake) wake_.notify_one();
+}
+
+void Completer::flushDeferred(const WeftWork* only) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!deferred_ || (only != nullptr && deferred_.get() != only)) return;
+    flushDeferredLocked();
+  }
+  wake_.notify_one();
+}
+
+void Completer::flushDeferredLocked() {
+  deferred_->issueDeferred();
+  queue_.push_back(std::move(deferred_));
+  deferred_.reset();
+}
+
+bool Completer::takeDeferred(const WeftWork* work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (deferred_.get() != work) return false;
+  deferred_.reset();
+  return true;
+}
+
+void Completer::workDone() {
+  if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  drained_.notify_all();
+}
+
+void Completer::serve() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (!queue_.empty()) {
+      c10::intrusive_ptr<WeftWork> work = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      if (work->claim()) work->complete();
+      work.reset();  // the last reference may free tensors: not under the lock
+      lock.lock();
+      continue;
+    }
+    Clock::time_point now = Clock::now();
+    if (deferred_ && (stopping_ || now - deferredAt_ >= kDeferredFor)) {
+      flushDeferredLocked();
+      continue;
+    }
+    if (stopping_) return;
+    if (deferred_) {
+      wake_.wait_until(lock, deferredAt_ + kDeferredFor);
+    } else if (now - lastDeferred_ < kQuietAfter) {
+      wake_.wait_for(lock, kDeferredFor);
+    } else {
+      dormant_ = true;
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || deferred_; });
+      dormant_ = false;
+    }
   }
 }
 

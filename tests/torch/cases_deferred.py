@@ -1,0 +1,108 @@
+"""The backend's fast path: a small collective issued while nothing else is outstanding is held
+until its Work is waited on, then runs on the waiting thread (bindings/torch/csrc/weft_work.h).
+These cases check that such a call behaves as any async call must: it progresses while its
+issuer does something else, keeps its place in the order of calls, completes when polled or
+chained on, and that the queued path (WEFT_TORCH_DEFER_BYTES=0) gives the same results.
+"""
+
+import os
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from checks import make
+
+
+class DeferredCases:
+    def deferred_calls(self):
+        self.section("deferred calls (the fast path)")
+        n = self.n
+
+        # Rank 0 does not wait on its call until rank 1 tells it (through gloo) that its own
+        # wait returned; rank 1's wait can only return if rank 0's call ran meanwhile.
+        self.case = "an async call progresses while its issuer waits on something else"
+        x = make(torch.float32, (100,), self.rank, self.case)
+        got = x.clone()
+        work = dist.all_reduce(got, async_op=True)
+        flag = torch.zeros(1)
+        if self.rank == 0:
+            dist.recv(flag, src=1, group=self.gloo)
+        else:
+            work.wait(timeout=timedelta(seconds=30))
+            if self.rank == 1:
+                dist.send(flag, dst=0, group=self.gloo)
+        work.wait()
+        self.expect_equal(self.case, got, self.allreduce_reference(x, "SUM", "", "sum"))
+
+        self.case = "polling is_completed() until done"
+        got = make(torch.int32, (9,), self.rank, self.case)
+        x = got.clone()
+        work = dist.all_reduce(got, op=dist.ReduceOp.MAX, async_op=True)
+        deadline = time.monotonic() + 30
+        while not work.is_completed():
+            if time.monotonic() > deadline:
+                self.fail(self.case + ": not completed after 30 s of polling")
+            time.sleep(0.001)
+        self.expect_equal(self.case, got, self.allreduce_reference(x, "MAX", "", "sum"))
+
+        self.case = "a future chained on without a wait"
+        got = make(torch.float64, (5,), self.rank, self.case)
+        x = got.clone()
+        fut = dist.all_reduce(got, async_op=True).get_future().then(lambda f: f.value()[0] + 1)
+        deadline = time.monotonic() + 30
+        while not fut.done():
+            if time.monotonic() > deadline:
+                self.fail(self.case + ": the future was not done after 30 s")
+            time.sleep(0.001)
+        self.expect_equal(self.case, fut.value(), self.allreduce_reference(x, "SUM", "", "sum") + 1)
+
+        # The second call issues the held first one before itself; waiting on the second first
+        # must not reorder them (the ranks would disagree on which all-reduce is which).
+        self.case = "a held call, then a blocking one, then its wait"
+        a = make(torch.float32, (33,), self.rank, self.case + "/a")
+        b = make(torch.float32, (33,), self.rank, self.case + "/b")
+        ga, gb = a.clone(), b.clone()
+        first = dist.all_reduce(ga, async_op=True)
+        dist.all_reduce(gb, op=dist.ReduceOp.MIN)
+        first.wait()
+        self.expect_equal(self.case + " (first)", ga, self.allreduce_reference(a, "SUM", "", "sum"))
+        self.expect_equal(self.case + " (second)", gb,
+                          self.allreduce_reference(b, "MIN", "", "sum"))
+
+        self.case = "a held broadcast and a large queued all-reduce, waited in reverse"
+        c = make(torch.float32, (2,), n - 1, self.case + "/c") if self.rank == n - 1 \
+            else torch.zeros(2)
+        big = make(torch.float32, (1 << 19,), self.rank, self.case + "/big")  # 2 MiB: queued
+        gbig = big.clone()
+        works = [dist.broadcast(c, src=n - 1, async_op=True), dist.all_reduce(gbig, async_op=True)]
+        for w in reversed(works):
+            w.wait()
+        self.expect_equal(self.case + " broadcast", c, make(torch.float32, (2,), n - 1,
+                                                           self.case + "/c"))
+        self.expect_equal(self.case + " all_reduce", gbig,
+                          self.allreduce_reference(big, "SUM", "", "sum"))
+
+        # The same calls on a group that queues every call (read when the group is created).
+        self.case = "WEFT_TORCH_DEFER_BYTES=0: every call queued"
+        saved = os.environ.get("WEFT_TORCH_DEFER_BYTES")
+        os.environ["WEFT_TORCH_DEFER_BYTES"] = "0"
+        try:
+            queued = dist.new_group(backend="weft", timeout=timedelta(seconds=60))
+        finally:
+            if saved is None:
+                del os.environ["WEFT_TORCH_DEFER_BYTES"]
+            else:
+                os.environ["WEFT_TORCH_DEFER_BYTES"] = saved
+        for count in (1, 1000):
+            x = make(torch.float32, (count,), self.rank, self.case + str(count))
+            got = x.clone()
+            dist.all_reduce(got, group=queued)
+            self.expect_equal(f"{self.case} count={count}", got,
+                              self.allreduce_reference(x, "SUM", "", "sum"))
+        work = dist.barrier(group=queued, async_op=True)
+        work.wait()
+        self.expect(self.case + " barrier completed", work.is_completed())
+        dist.destroy_process_group(queued)
+        self.sanity("the deferred calls")
