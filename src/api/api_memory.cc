@@ -115,6 +115,7 @@ weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, vo
   std::lock_guard<std::mutex> lock(comm->memoryMutex);
   *handle = registration.get();
   comm->registrationChanges.push_back({buff, size, true});
+  comm->registrationChangesPending.store(true, std::memory_order_release);
   comm->registrations.push_back(std::move(registration));
   return weftSuccess;
 }
@@ -131,6 +132,7 @@ weftResult_t weftCommDeregister(const weftComm_t comm, void* handle) {
                                         "communicator (or was deregistered already)"));
   }
   comm->registrationChanges.push_back({(*it)->buff, (*it)->size, false});
+  comm->registrationChangesPending.store(true, std::memory_order_release);
   all.erase(it);
   return weftSuccess;
 }

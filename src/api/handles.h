@@ -26,6 +26,7 @@ class CommGuard {
 
  private:
   weftComm* comm_;
+  int slot_;  // its slot in the fast table, or -1 when it is pinned through the map
 };
 
 // Records a failure as the thread's (and comm's, when given) last error and returns its code.

@@ -79,6 +79,9 @@ struct weftComm {
     bool registered;
   };
   std::vector<RegistrationChange> registrationChanges;
+  // Set with a change queued (under memoryMutex), so that an operation with none to apply takes
+  // no lock: the smallest call pays for every step on its path.
+  std::atomic<bool> registrationChangesPending{false};
 
   // Set once an operation fails for a reason that leaves the connections unusable.
   std::mutex failureMutex;

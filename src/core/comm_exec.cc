@@ -121,9 +121,11 @@ Status runOnDevice(weftComm* comm, const Op& op) {
 
 // weftCommRegister and weftCommDeregister since the last operation, for the transports.
 void applyRegistrationChanges(weftComm* comm) {
+  if (!comm->registrationChangesPending.load(std::memory_order_acquire)) return;
   std::vector<weftComm::RegistrationChange> changes;
   {
     std::lock_guard<std::mutex> lock(comm->memoryMutex);
+    comm->registrationChangesPending.store(false, std::memory_order_relaxed);
     changes.swap(comm->registrationChanges);
   }
   for (const auto& change : changes) {

@@ -7,7 +7,9 @@
 #include <link.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -32,12 +34,20 @@ Status cudaFailure(const char* what, cudaError_t error) {
   } while (0)
 
 // Whether the process has loaded the CUDA driver. The object list is scanned again only after
-// something new was loaded (dl_iterate_phdr's count of loads), so the common answer, "not
-// loaded, nothing changed", costs one call into the loader.
+// something new was loaded (dl_iterate_phdr's count of loads), and, while the driver is absent,
+// at most once a millisecond: that call into the loader (which takes its lock) is the largest
+// part of classifying a small call's buffers. Reusing "absent" for a millisecond cannot miss
+// device memory, because none exists until the driver, once loaded, has created a context (tens
+// of milliseconds at the least) and allocated from it.
 class DriverPresence {
  public:
   bool loaded() {
     if (loaded_.load(std::memory_order_acquire)) return true;
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    const int64_t nowMs = int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
+    if (nowMs - scannedAtMs_.load(std::memory_order_relaxed) < kRescanMs) return false;
+    scannedAtMs_.store(nowMs, std::memory_order_relaxed);
     unsigned long long adds = 0;
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* out) {
@@ -55,8 +65,10 @@ class DriverPresence {
   }
 
  private:
+  static constexpr int64_t kRescanMs = 1;
   std::atomic<bool> loaded_{false};
   std::atomic<unsigned long long> checkedAt_{~0ull};
+  std::atomic<int64_t> scannedAtMs_{INT64_MIN / 2};
 };
 
 class CudaRuntimeApi final : public DeviceApi {
