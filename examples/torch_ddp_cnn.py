@@ -20,8 +20,9 @@ Under torchrun, or anything else that sets RANK, WORLD_SIZE, MASTER_ADDR and MAS
     PYTHONPATH=<build>/python torchrun --nproc_per_node 4 examples/torch_ddp_cnn.py --backend weft
 
 Options: --steps, --warmup (steps left out of the means), --batch (per rank), --lr,
---bucket-cap-mb, --losses-out FILE (rank 0's losses, one repr(float) a line, for comparing
-backends), --json-out FILE (the timings). Needs torch; the weft backend also needs weft_torch
+--bucket-cap-mb, --hook allreduce|two_level (two_level: the seed's gloo hook, from perf/),
+--losses-out FILE (rank 0's losses, one repr(float) a line, for comparing backends), --json-out
+FILE (the timings). Needs torch; the weft backend also needs weft_torch
 (PYTHONPATH=<build>/python).
 """
 
@@ -152,8 +153,15 @@ def train(rank, world_size, args):
     if hasattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES"):
         dist._DEFAULT_FIRST_BUCKET_BYTES = min(dist._DEFAULT_FIRST_BUCKET_BYTES, cap_bytes)
     ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
-    timer = SyncTimer(dist.group.WORLD, world_size)
-    ddp.register_comm_hook(timer, timed_allreduce_hook)
+    if args.hook == "two_level":
+        # The seed's gloo hook, kept with the benchmarks (perf/two_level_hook.py).
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "perf"))
+        from two_level_hook import TwoLevelState, two_level_hook
+        timer = TwoLevelState(world_size)
+        ddp.register_comm_hook(timer, two_level_hook)
+    else:
+        timer = SyncTimer(dist.group.WORLD, world_size)
+        ddp.register_comm_hook(timer, timed_allreduce_hook)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
 
     images, labels = synthetic_shard(args.seed, args.samples, rank, world_size)
@@ -229,7 +237,7 @@ def train(rank, world_size, args):
         if args.json_out:
             with open(args.json_out, "w") as f:
                 json.dump({
-                    "backend": args.backend, "world_size": world_size,
+                    "backend": args.backend, "hook": args.hook, "world_size": world_size,
                     "torch": torch.__version__, "parameters": params,
                     "gradient_bytes": params * 4, "batch_per_rank": args.batch,
                     "steps": args.steps, "warmup": args.warmup, "measured_steps": measured,
@@ -275,6 +283,10 @@ def parse_args():
     p.add_argument("--bucket-cap-mb", type=float, default=25.0,
                    help="DDP bucket size; the default puts the whole gradient in one bucket "
                         "(after the first step, several buckets overlap with the backward pass)")
+    p.add_argument("--hook", choices=["allreduce", "two_level"], default="allreduce",
+                   help="allreduce: DDP's default sync, timed; two_level: the seed's gloo hook "
+                        "(perf/two_level_hook.py: reduce inside each machine, all-reduce among "
+                        "one rank per machine, broadcast back), with --backend gloo")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="process-group timeout in seconds (WEFT_TIMEOUT, when set, wins for weft)")
     p.add_argument("--losses-out", metavar="FILE", help="rank 0's losses, one a line")

@@ -1,41 +1,73 @@
 #!/usr/bin/env bash
-# DDP training (examples/torch_ddp_cnn.py, the seed's ~141k-parameter CNN) with the weft backend
-# against gloo, side by side: on one machine (NPROCS ranks, default 4) and, where network
-# namespaces can be made, on an emulated cluster of 4 nodes x 2 ranks (tests/cluster/cluster.sh).
-# The backends alternate, REPEAT times each (default 3), so drift on a busy machine hits both.
+# DDP training (examples/torch_ddp_cnn.py, the seed's ~141k-parameter CNN), side by side: weft's
+# backend, gloo (DDP's flat all-reduce) and gloo with the seed's two-level hook (ADR-0020,
+# perf/two_level_hook.py), on one machine (NPROCS ranks, default 4) and, where network
+# namespaces can be made, on an emulated cluster of 4 nodes x 2 ranks (tests/cluster/cluster.sh)
+# with block and with interleaved numbering. The configurations alternate, REPEAT times each
+# (default 3), so drift on a busy machine hits all of them; each round also times weft's own
+# blocking C all-reduce of the gradient's bytes on the same layout (all_reduce_perf -z 2, in
+# place, as DDP's is).
 #
-#   perf/torch_ddp.sh                 # both layouts
-#   LAYOUTS=local STEPS=100 perf/torch_ddp.sh
+#   perf/torch_ddp.sh                 # every layout
+#   LAYOUTS=cluster STEPS=100 perf/torch_ddp.sh
 #
-# Prints one line per run and a table of means: step time, gradient sync as the hook sees it,
-# gradient sync once every rank has joined (the all-reduce itself), and a standalone blocking
-# all-reduce of the gradient's size; the ratio column is gloo / weft. Results (JSON per run and
+# LAYOUTS: local, cluster (block numbering), cluster_interleave. BUCKET_MB (default 25: the
+# whole gradient in one bucket) is DDP's bucket cap, e.g. 0.1 for several buckets that overlap
+# the backward pass. Prints one line per run and a table of means: step time, gradient sync as
+# the hook sees it (from this rank's call), gradient sync once every rank has joined, and a
+# standalone blocking all-reduce of the gradient's size through torch. Results (JSON per run and
 # the table) go to $OUT (default perf/results/torch_ddp).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${WEFT_BUILD_DIR:-$root/build}"
 python="${WEFT_PYTHON:-/usr/bin/python3}"
 repeat="${REPEAT:-3}" steps="${STEPS:-60}" warmup="${WARMUP:-10}" nprocs="${NPROCS:-4}"
-layouts="${LAYOUTS:-local cluster}"
+layouts="${LAYOUTS:-local cluster cluster_interleave}"
+bucket="${BUCKET_MB:-25}"
+configs=(weft gloo gloo_two_level)
 out="${OUT:-$root/perf/results/torch_ddp}"
 example="$root/examples/torch_ddp_cnn.py"
 mkdir -p "$out"
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 
-run_local() {  # backend json
-  WEFT_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo "$python" "$example" --nprocs "$nprocs" \
-    --backend "$1" --steps "$steps" --warmup "$warmup" --json-out "$2" | grep "^means"
+config_args() {  # config: the example's --backend and --hook
+  case "$1" in
+    weft) echo "--backend weft" ;;
+    gloo) echo "--backend gloo" ;;
+    gloo_two_level) echo "--backend gloo --hook two_level" ;;
+  esac
 }
 
-run_cluster() {  # backend json
-  # MASTER_PORT is free in every node's own namespace; the JSON is written by rank 0 on node0.
-  "$root/tests/cluster/cluster.sh" --nodes 4 --ppn 2 --timeout 600 -- \
-    "$root/tests/cluster/torch_env.sh" "$python" "$example" --backend "$1" --steps "$steps" \
-    --warmup "$warmup" --json-out "$2" | grep "^means"
+numbering() {  # layout
+  [[ "$1" == cluster_interleave ]] && echo interleave || echo block
+}
+
+run_ddp() {  # layout config json
+  local args=($(config_args "$2") --steps "$steps" --warmup "$warmup" --bucket-cap-mb "$bucket"
+    --json-out "$3")
+  if [[ "$1" == local ]]; then
+    WEFT_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo "$python" "$example" --nprocs "$nprocs" \
+      "${args[@]}" | grep "^means"
+  else
+    # MASTER_PORT is free in every node's own namespace; the JSON is written by rank 0 on node0.
+    "$root/tests/cluster/cluster.sh" --nodes 4 --ppn 2 --numbering "$(numbering "$1")" \
+      --timeout 600 -- "$root/tests/cluster/torch_env.sh" "$python" "$example" "${args[@]}" |
+      grep "^means"
+  fi
+}
+
+run_c() {  # layout bytes: weft's blocking in-place C all-reduce time in us
+  local perf=("$build/perf/all_reduce_perf" -b "$2" -e "$2" -n 200 -w 20 -z 2 -c 0)
+  if [[ "$1" == local ]]; then
+    WEFT_SOCKET_IFNAME=lo "$build/tools/weftrun" -n "$nprocs" "${perf[@]}"
+  else
+    "$root/tests/cluster/cluster.sh" --nodes 4 --ppn 2 --numbering "$(numbering "$1")" -- \
+      "${perf[@]}"
+  fi | awk -v b="$2" '!/^#/ && $1 == b { print $10; exit }'
 }
 
 for layout in $layouts; do
-  if [[ "$layout" == cluster ]]; then
+  if [[ "$layout" == cluster* ]]; then
     status=0
     "$root/tests/cluster/cluster.sh" --nodes 1 -- true >/dev/null 2>&1 || status=$?
     if ((status == 77)); then
@@ -44,32 +76,41 @@ for layout in $layouts; do
     fi
   fi
   for ((i = 1; i <= repeat; i++)); do
-    for backend in weft gloo; do
-      json="$out/${layout}_${backend}_$i.json"
-      echo "== $layout $backend run $i"
-      "run_$layout" "$backend" "$json"
+    for config in "${configs[@]}"; do
+      json="$out/${layout}_${config}_$i.json"
+      echo "== $layout $config run $i"
+      run_ddp "$layout" "$config" "$json"
     done
+    bytes=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['gradient_bytes'])" \
+      "$out/${layout}_weft_$i.json")
+    c_us=$(run_c "$layout" "$bytes")
+    echo "== $layout C all-reduce of $bytes bytes: $c_us us"
+    echo "{\"c_allreduce_s\": $(python3 -c "print($c_us * 1e-6)")}" >"$out/${layout}_c_$i.json"
   done
 done
 
 "$python" - "$out" "$repeat" $layouts <<'PY' | tee "$out/table.md"
 import json, os, statistics, sys
 out, repeat, layouts = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+configs = ("weft", "gloo", "gloo_two_level")
 keys = [("mean_step_s", "step"), ("mean_hook_sync_s", "sync (hook)"),
         ("mean_sync_after_all_joined_s", "sync (all joined)"),
         ("mean_standalone_allreduce_s", "standalone all-reduce")]
-print("| layout | measure | weft ms | gloo ms | gloo / weft |")
-print("|---|---|---:|---:|---:|")
+print("Medians over runs, ms. C: weft's blocking C all-reduce of the gradient's bytes.\n")
+print("| layout | measure | weft | gloo flat | gloo two-level hook | weft C all-reduce |")
+print("|---|---|---:|---:|---:|---:|")
+def load(name):
+    return [json.load(open(os.path.join(out, f"{name}_{i}.json"))) for i in range(1, repeat + 1)
+            if os.path.exists(os.path.join(out, f"{name}_{i}.json"))]
 for layout in layouts:
-    runs = {b: [json.load(open(os.path.join(out, f"{layout}_{b}_{i}.json")))
-                for i in range(1, repeat + 1)
-                if os.path.exists(os.path.join(out, f"{layout}_{b}_{i}.json"))]
-            for b in ("weft", "gloo")}
-    if not runs["weft"] or not runs["gloo"]:
+    runs = {c: load(f"{layout}_{c}") for c in configs}
+    c_runs = load(f"{layout}_c")
+    if not all(runs.values()):
         continue
     ranks = runs["weft"][0]["world_size"]
+    c = statistics.median(r["c_allreduce_s"] for r in c_runs) * 1e3 if c_runs else float("nan")
     for key, name in keys:
-        w = statistics.mean(r[key] for r in runs["weft"]) * 1e3
-        g = statistics.mean(r[key] for r in runs["gloo"]) * 1e3
-        print(f"| {layout} ({ranks} ranks) | {name} | {w:.2f} | {g:.2f} | {g / w:.2f} |")
+        cells = [statistics.median(r[key] for r in runs[conf]) * 1e3 for conf in configs]
+        print(f"| {layout} ({ranks} ranks) | {name} | " + " | ".join(f"{v:.2f}" for v in cells)
+              + f" | {c:.2f} |")
 PY

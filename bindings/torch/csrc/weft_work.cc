@@ -9,8 +9,11 @@ namespace weft_torch {
 
 namespace {
 
-// After this long without a deferred call the completer stops ticking (see lastDeferred_).
-constexpr std::chrono::milliseconds kQuietAfter{200};
+// After this long without a deferred call the completer stops ticking (see lastDeferred_): a
+// loop of small blocking calls keeps it ticking, a call now and then (DDP's) costs a few
+// wake-ups of its own. Ticking through longer pauses cost the seed's DDP step 10% on 8 ranks
+// sharing 2 cores (docs/TORCH.md).
+constexpr auto kQuietAfter = 2 * Completer::kDeferredFor;
 
 std::string failureText(const std::string& what, weftResult_t result, weftComm_t comm) {
   const char* detail = weftGetLastError(comm);

@@ -118,7 +118,7 @@ class Completer {
   c10::intrusive_ptr<WeftWork> deferred_;
   Clock::time_point deferredAt_;
   // The completer ticks (every kDeferredFor) while calls are being deferred, so that deferring
-  // one wakes nobody; after a quiet second it sleeps until woken (dormant_).
+  // one wakes nobody; after a quiet spell it sleeps until woken (dormant_).
   Clock::time_point lastDeferred_;
   bool dormant_ = false;
   std::atomic<int> outstanding_{0};
