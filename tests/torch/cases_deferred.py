@@ -1,8 +1,10 @@
-"""The backend's fast path: a small collective issued while nothing else is outstanding is held
-until its Work is waited on, then runs on the waiting thread (bindings/torch/csrc/weft_work.h).
-These cases check that such a call behaves as any async call must: it progresses while its
-issuer does something else, keeps its place in the order of calls, completes when polled or
-chained on, and that the queued path (WEFT_TORCH_DEFER_BYTES=0) gives the same results.
+"""How the backend runs calls (bindings/torch/csrc/weft_work.h): a small collective issued while
+nothing else is outstanding is held until its Work is waited on, then runs on the waiting
+thread; other calls are run in order by the group's completer thread, or by a waiter whose call
+is next. These cases check that a held call behaves as any async call must (it progresses while
+its issuer does something else, keeps its place in the order of calls, completes when polled or
+chained on), that a batch issued on the calling thread stays behind the calls handed over
+before it, and that the queued path (WEFT_TORCH_DEFER_BYTES=0) gives the same results.
 """
 
 import os
@@ -83,6 +85,26 @@ class DeferredCases:
                                                            self.case + "/c"))
         self.expect_equal(self.case + " all_reduce", gbig,
                           self.allreduce_reference(big, "SUM", "", "sum"))
+
+        # A batch is issued on the calling thread, so it must wait until the completer has run
+        # what was handed to it before (else weft would see the batch first on some ranks).
+        self.case = "a queued call, then a batch issued on the calling thread"
+        nxt, prv = (self.rank + 1) % n, (self.rank - 1) % n
+        big = make(torch.float32, (1 << 19,), self.rank, self.case + "/big")
+        gbig = big.clone()
+        first = dist.all_reduce(gbig, async_op=True)
+        to_next = make(torch.float32, (50,), self.rank, self.case + "/ring")
+        from_prev = torch.empty(50)
+        ops = [dist.P2POp(dist.isend, to_next, nxt), dist.P2POp(dist.irecv, from_prev, prv)]
+        if self.rank % 2 == 1:
+            ops.reverse()
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        first.wait()
+        self.expect_equal(self.case + " all_reduce", gbig,
+                          self.allreduce_reference(big, "SUM", "", "sum"))
+        self.expect_equal(self.case + " batch", from_prev,
+                          make(torch.float32, (50,), prv, self.case + "/ring"))
 
         # The same calls on a group that queues every call (read when the group is created).
         self.case = "WEFT_TORCH_DEFER_BYTES=0: every call queued"

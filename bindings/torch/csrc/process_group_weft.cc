@@ -87,7 +87,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(
     c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
     std::vector<at::Tensor> keepAlive, Finisher finisher,
     const std::function<void(WeftWork&)>& issue) {
-  completer_->flushDeferred();  // an earlier deferred call is issued first, in order
+  // Issued here, so every call handed to the completer before must reach weft first.
+  completer_->waitUntilRun();
   auto work = c10::make_intrusive<WeftWork>(getRank(), type, what, std::move(outputs),
                                             std::move(keepAlive), std::move(finisher));
   issue(*work);
@@ -116,19 +117,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(c10d::OpType type,
                                                             std::vector<at::Tensor> outputs,
                                                             std::vector<at::Tensor> keepAlive,
                                                             Finisher finisher, WeftCall call) {
-  completer_->flushDeferred();  // an earlier deferred call is issued first, in order
-  if (defers(type, keepAlive)) {
-    auto work = c10::make_intrusive<WeftWork>(getRank(), type, what, std::move(outputs),
-                                              std::move(keepAlive), std::move(finisher));
-    completer_->defer(work, std::move(call));
-    return work;
+  if (coalescingDepth_ > 0) {
+    // Part of a batch: issued with the batch's other calls, in one weft group on this thread.
+    return launch(type, what, std::move(outputs), std::move(keepAlive), std::move(finisher),
+                  [&](WeftWork& work) {
+                    weftRequest_t request = nullptr;
+                    check(call(&request), what);
+                    work.addRequest(request);
+                  });
   }
-  return launch(type, what, std::move(outputs), std::move(keepAlive), std::move(finisher),
-                [&](WeftWork& work) {
-                  weftRequest_t request = nullptr;
-                  check(call(&request), what);
-                  work.addRequest(request);
-                });
+  completer_->flushDeferred();  // an earlier held call goes first, in order
+  const bool held = defers(type, keepAlive);
+  auto work = c10::make_intrusive<WeftWork>(getRank(), type, what, std::move(outputs),
+                                            std::move(keepAlive), std::move(finisher));
+  if (held) {
+    completer_->defer(work, std::move(call));
+  } else {
+    completer_->run(work, std::move(call));
+  }
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors,
@@ -272,7 +279,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOpti
 
 #if TORCH_VERSION_MAJOR < 2
 void ProcessGroupWeft::startCoalescing() {
-  completer_->flushDeferred();  // not part of the batch
+  completer_->waitUntilRun();  // the batch is issued on this thread, after what came before
   check(weftGroupStart(), "startCoalescing");
   ++coalescingDepth_;
 }

@@ -91,14 +91,15 @@ class ProcessGroupWeft : public WeftBase {
 
  private:
   using Finisher = std::function<void()>;
-  // Wraps an issued call: `issue` calls weft's non-blocking functions and hands each request to
-  // the work; a failure at issue throws with weft's message naming the argument.
+  // A call issued on this thread (a batch's, or several weft calls in a group): once every call
+  // handed to the completer before has run, `issue` calls weft's non-blocking functions and
+  // hands each request to the work; a failure at issue throws with weft's message.
   c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, const std::string& what,
                                         std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> keepAlive, Finisher finisher,
                                         const std::function<void(WeftWork&)>& issue);
-  // The common case of launch: one weft call. `call` is kept past the return (a deferred call
-  // runs when waited on), so it captures what it needs by value.
+  // One weft call: handed to the completer to run in order (or held, see defers); inside a
+  // batch, issued here with the batch. `call` runs after the return, so it captures by value.
   c10::intrusive_ptr<c10d::Work> launchCall(c10d::OpType type, const std::string& what,
                                             std::vector<at::Tensor> outputs,
                                             std::vector<at::Tensor> keepAlive, Finisher finisher,

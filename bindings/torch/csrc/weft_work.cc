@@ -43,33 +43,22 @@ WeftWork::~WeftWork() {
 }
 
 void WeftWork::complete() {
-  std::string failure = issueFailure_;
+  std::string failure;
   for (weftRequest_t& request : requests_) {
     weftResult_t result = weftWait(&request, -1);
     if (result != weftSuccess && failure.empty()) failure = failureText(what_, result, comm_);
     request = nullptr;
   }
   finishWith(std::move(failure));
-  if (completer_ != nullptr) completer_->workDone();
-}
-
-void WeftWork::runDeferred() {
-  claimed_.store(true);
-  weftResult_t result = deferredCall_(nullptr);
-  deferredCall_ = nullptr;
-  finishWith(result == weftSuccess ? std::string() : failureText(what_, result, comm_));
   completer_->workDone();
 }
 
-void WeftWork::issueDeferred() {
-  weftRequest_t request = nullptr;
-  weftResult_t result = deferredCall_(&request);
-  deferredCall_ = nullptr;
-  if (result == weftSuccess) {
-    addRequest(request);
-  } else {
-    issueFailure_ = failureText(what_, result, comm_);
-  }
+void WeftWork::runCall() {
+  weftResult_t result = call_(nullptr);
+  call_ = nullptr;
+  completer_->ranCall();
+  finishWith(result == weftSuccess ? std::string() : failureText(what_, result, comm_));
+  completer_->workDone();
 }
 
 void WeftWork::finishWith(std::string failure) {
@@ -92,14 +81,15 @@ void WeftWork::finishWith(std::string failure) {
 }
 
 bool WeftWork::wait(std::chrono::milliseconds timeout) {
-  // Waiting without a limit runs the call here (a deferred one blocking, a queued one through
-  // weft's helping wait): the caller needs the result, so another thread only adds wake-ups.
+  // Waiting without a limit runs the call here when it is next (a held one, or the next one
+  // handed over with none running), or helps weft run one issued with requests: the caller
+  // needs the result, so another thread only adds wake-ups.
   if (completer_ != nullptr && !c10d::Work::isCompleted()) {
     if (timeout != kNoTimeout) {
       completer_->flushDeferred(this);
-    } else if (completer_->takeDeferred(this)) {
-      runDeferred();
-    } else if (claim()) {
+    } else if (completer_->takeDeferred(this) || completer_->takeNext(this)) {
+      runCall();
+    } else if (issued_ && claim()) {
       complete();
     }
   }
@@ -137,12 +127,26 @@ Completer::~Completer() {
   thread_.join();
   // Works their waiters took may still be running on those threads.
   std::unique_lock<std::mutex> lock(mutex_);
-  drained_.wait(lock, [&] { return outstanding_.load() == 0; });
+  changed_.wait(lock, [&] { return outstanding_.load() == 0; });
+}
+
+void Completer::run(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
+  work->comm_ = comm_;
+  work->completer_ = this;
+  work->call_ = std::move(call);
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++toRun_;
+    queue_.push_back(std::move(work));
+  }
+  wake_.notify_one();
 }
 
 void Completer::add(c10::intrusive_ptr<WeftWork> work) {
   work->comm_ = comm_;
   work->completer_ = this;
+  work->issued_ = true;
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -154,7 +158,7 @@ void Completer::add(c10::intrusive_ptr<WeftWork> work) {
 void Completer::defer(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
   work->comm_ = comm_;
   work->completer_ = this;
-  work->deferredCall_ = std::move(call);
+  work->call_ = std::move(call);
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
   bool wake = false;
   {
@@ -180,32 +184,69 @@ void Completer::flushDeferred(const WeftWork* only) {
 }
 
 void Completer::flushDeferredLocked() {
-  deferred_->issueDeferred();
+  ++toRun_;
   queue_.push_back(std::move(deferred_));
   deferred_.reset();
+}
+
+void Completer::waitUntilRun() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (deferred_) {
+    flushDeferredLocked();
+    wake_.notify_one();
+  }
+  changed_.wait(lock, [&] { return toRun_ == 0; });
 }
 
 bool Completer::takeDeferred(const WeftWork* work) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (deferred_.get() != work) return false;
   deferred_.reset();
+  ++toRun_;
+  running_ = true;
   return true;
+}
+
+bool Completer::takeNext(const WeftWork* work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (running_ || queue_.empty() || queue_.front().get() != work || !work->call_) return false;
+  queue_.pop_front();
+  running_ = true;
+  return true;
+}
+
+void Completer::ranCall() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+    --toRun_;
+    changed_.notify_all();
+  }
+  wake_.notify_one();
 }
 
 void Completer::workDone() {
   if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  drained_.notify_all();
+  changed_.notify_all();
 }
 
 void Completer::serve() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    if (!queue_.empty()) {
+    // A call to run waits while another runs (a waiter took it); one issued with requests is
+    // already in weft's order and can be waited on at any time.
+    if (!queue_.empty() && !(queue_.front()->call_ && running_)) {
       c10::intrusive_ptr<WeftWork> work = std::move(queue_.front());
       queue_.pop_front();
-      lock.unlock();
-      if (work->claim()) work->complete();
+      if (work->call_) {
+        running_ = true;
+        lock.unlock();
+        work->runCall();
+      } else {
+        lock.unlock();
+        if (work->claim()) work->complete();
+      }
       work.reset();  // the last reference may free tensors: not under the lock
       lock.lock();
       continue;
@@ -215,10 +256,10 @@ void Completer::serve() {
       flushDeferredLocked();
       continue;
     }
-    if (stopping_) return;
+    if (stopping_ && queue_.empty()) return;
     if (deferred_) {
       wake_.wait_until(lock, deferredAt_ + kDeferredFor);
-    } else if (now - lastDeferred_ < kQuietAfter) {
+    } else if (!queue_.empty() || now - lastDeferred_ < kQuietAfter) {
       wake_.wait_for(lock, kDeferredFor);
     } else {
       dormant_ = true;

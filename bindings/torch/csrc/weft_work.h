@@ -1,20 +1,24 @@
-// The Work object torch.distributed hands back for each call, and the thread that completes them.
+// The Work object torch.distributed hands back for each call, and the thread that runs them.
 //
-// A queued call issues weft's non-blocking form and gets one request (or several: a batch of
-// sends and receives). Whoever gets to a work first completes it: the thread that waits on it
-// (Work.wait, which then runs the call itself through weft's helping wait) or the group's
-// completer thread, which walks the works in issue order for the futures nobody waits on (DDP's
-// communication hooks chain on them). Completing copies staged results into the user's tensors,
-// completes the Work (waking other waiters) and then the Future.
+// Each process group has one completer thread, which runs the group's calls in issue order:
+// it makes weft's blocking call itself (on an idle communicator weft runs it right there, with
+// no other thread involved), then copies staged results into the user's tensors and completes
+// the Work and its Future (DDP's communication hooks chain on it). So an async call costs one
+// thread hand-off, and its future completes on the thread that ran it. A thread that waits on
+// a call that is next in line runs it itself instead.
 //
-// A small collective issued while nothing else is outstanding is deferred instead: the backend
-// cannot tell a blocking dist.all_reduce from an async_op=True one, but a blocking one waits at
-// once. So the call is held, and Work.wait() runs it blocking on the waiting thread, as weft's
-// blocking C calls run: no thread hand-off, no wake-up. Anything else that needs the call to
-// progress issues it as a queued call first: the group's next call, get_future(),
-// is_completed(), a wait with a timeout, destroying the group, and, for a call nobody waits on,
-// the completer after kDeferredFor (so that an async call still progresses while its issuer
-// computes or talks to its peers by other means).
+// A small collective issued while nothing else is outstanding is not even handed over: the
+// backend cannot tell a blocking dist.all_reduce from an async_op=True one, but a blocking one
+// waits at once. So the call is held, and Work.wait() runs it on the waiting thread, as weft's
+// blocking C calls run. Anything else that needs the call to progress hands it to the
+// completer first: the group's next call, get_future(), is_completed(), a wait with a timeout,
+// destroying the group, and, for a call nobody waits on, the completer after kDeferredFor (so
+// that an async call still progresses while its issuer computes or talks to its peers by other
+// means).
+//
+// Calls that must be issued inside a weft group on the issuing thread (batches, uneven
+// all-to-all) are issued there with requests once nothing is left for the completer to run,
+// and completed by whoever waits first: a waiter (through weft's helping wait) or the completer.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -56,14 +60,12 @@ class WeftWork : public c10d::Work {
 
  private:
   friend class Completer;
-  // The one thread that completes this work; false if another already does.
+  // For a call issued with requests: the one thread that completes it; false if another does.
   bool claim() { return !claimed_.exchange(true); }
   // Waits on the requests; the first failure's message comes from weft, naming what failed.
   void complete();
-  // A deferred call taken back by its waiter: runs it blocking here.
-  void runDeferred();
-  // A deferred call that must progress without its waiter: issues it with a request.
-  void issueDeferred();
+  // Runs call_ blocking on this thread (the completer, or a waiter that took it), then finishes.
+  void runCall();
   // Runs the finisher after success, then completes the Work and the Future.
   void finishWith(std::string failure);
 
@@ -74,28 +76,33 @@ class WeftWork : public c10d::Work {
   std::function<void()> finisher_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::atomic<bool> claimed_{false};
-  WeftCall deferredCall_;
-  std::string issueFailure_;  // a deferred call that failed when issued
+  WeftCall call_;        // held or to run; empty for a call issued with requests
+  bool issued_ = false;  // issued with requests (add())
   weftComm_t comm_ = nullptr;
   Completer* completer_ = nullptr;  // counts the work outstanding until it completes
 };
 
 class Completer {
  public:
-  // How long a deferred call waits for its waiter before the completer issues it.
+  // How long a held call waits for its waiter before the completer runs it.
   static constexpr std::chrono::microseconds kDeferredFor{1000};
 
   explicit Completer(weftComm_t comm);
-  ~Completer();  // issues what is deferred, completes what is queued, waits for every work
+  ~Completer();  // runs what is held and queued, waits for every work, then stops
   Completer(const Completer&) = delete;
   Completer& operator=(const Completer&) = delete;
 
-  // Takes a work whose requests are issued.
-  void add(c10::intrusive_ptr<WeftWork> work);
+  // Queues `call` for `work`: the completer runs it after the calls before it.
+  void run(c10::intrusive_ptr<WeftWork> work, WeftCall call);
   // Holds `call` for `work` until it is waited on or must progress (see the file comment).
   void defer(c10::intrusive_ptr<WeftWork> work, WeftCall call);
-  // Issues the deferred call, if any (and if it is `only`'s), as a queued one.
+  // Queues the held call, if any (and if it is `only`'s), for the completer to run.
   void flushDeferred(const WeftWork* only = nullptr);
+  // Before a call is issued on the calling thread: waits until every call handed over so far
+  // has been run, so that weft sees the calls in issue order.
+  void waitUntilRun();
+  // Takes a work whose requests the calling thread has issued.
+  void add(c10::intrusive_ptr<WeftWork> work);
   // Nothing issued through here is still to complete: a call issued now runs next.
   bool idle() const { return outstanding_.load(std::memory_order_acquire) == 0; }
 
@@ -104,21 +111,26 @@ class Completer {
   using Clock = std::chrono::steady_clock;
 
   void serve();
-  void queueLocked(c10::intrusive_ptr<WeftWork> work);
   void flushDeferredLocked();
-  // Whether `work` is the deferred one; if so it is no longer (its waiter runs it).
+  // Whether `work` is the held call, or the next call to run with none running; if so it is
+  // the caller's to run (runCall) and counts as running.
   bool takeDeferred(const WeftWork* work);
+  bool takeNext(const WeftWork* work);
+  // A call taken to run has returned from weft: the next one may start.
+  void ranCall();
   void workDone();
 
   weftComm_t comm_;
   std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable drained_;
+  std::condition_variable wake_;     // the completer thread waits for work (or its timer)
+  std::condition_variable changed_;  // waitUntilRun() and the destructor wait on it
   std::deque<c10::intrusive_ptr<WeftWork>> queue_;
   c10::intrusive_ptr<WeftWork> deferred_;
   Clock::time_point deferredAt_;
-  // The completer ticks (every kDeferredFor) while calls are being deferred, so that deferring
-  // one wakes nobody; after a quiet spell it sleeps until woken (dormant_).
+  int toRun_ = 0;         // calls handed over (queued with a call, or running) not yet run
+  bool running_ = false;  // one of them is running, on the completer or on a waiter
+  // The completer ticks (every kDeferredFor) while calls are being held, so that holding one
+  // wakes nobody; after a quiet spell it sleeps until woken (dormant_).
   Clock::time_point lastDeferred_;
   bool dormant_ = false;
   std::atomic<int> outstanding_{0};
