@@ -216,13 +216,17 @@ bool Completer::takeNext(const WeftWork* work) {
 }
 
 void Completer::ranCall() {
+  bool next = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = false;
     --toRun_;
     changed_.notify_all();
+    next = !queue_.empty();
   }
-  wake_.notify_one();
+  // Only a queued call can be waiting for this one: a held call run by its waiter, the common
+  // case, must not wake the completer.
+  if (next) wake_.notify_one();
 }
 
 void Completer::workDone() {
