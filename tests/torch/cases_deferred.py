@@ -106,6 +106,36 @@ class DeferredCases:
         self.expect_equal(self.case + " batch", from_prev,
                           make(torch.float32, (50,), prv, self.case + "/ring"))
 
+        # A future's callback runs on the completer thread. If it issues a batch while another
+        # call waits in the queue behind, that call can only run on this same thread.
+        self.case = "a future's callback issuing a batch, with a call queued behind"
+        a = make(torch.float32, (1 << 19,), self.rank, self.case + "/a")
+        b = make(torch.float32, (1 << 19,), self.rank, self.case + "/b")
+        ga, gb = a.clone(), b.clone()
+        to_next = make(torch.float32, (20,), self.rank, self.case + "/ring")
+        from_prev = torch.empty(20)
+
+        def exchange(fut):
+            ops = [dist.P2POp(dist.isend, to_next, nxt), dist.P2POp(dist.irecv, from_prev, prv)]
+            if self.rank % 2 == 1:
+                ops.reverse()
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+            return fut.value()
+
+        # Both calls are issued before the callback is attached, so every rank's weft sees the
+        # two all-reduces and then the batch, wherever the callback runs.
+        first = dist.all_reduce(ga, async_op=True)
+        second = dist.all_reduce(gb, async_op=True)
+        chained = first.get_future().then(exchange)
+        chained.wait()
+        second.wait()
+        self.expect_equal(self.case + " first", ga, self.allreduce_reference(a, "SUM", "", "sum"))
+        self.expect_equal(self.case + " second", gb,
+                          self.allreduce_reference(b, "SUM", "", "sum"))
+        self.expect_equal(self.case + " batch", from_prev,
+                          make(torch.float32, (20,), prv, self.case + "/ring"))
+
         # The same calls on a group that queues every call (read when the group is created).
         self.case = "WEFT_TORCH_DEFER_BYTES=0: every call queued"
         saved = os.environ.get("WEFT_TORCH_DEFER_BYTES")

@@ -191,11 +191,33 @@ void Completer::flushDeferredLocked() {
 
 void Completer::waitUntilRun() {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (deferred_) {
-    flushDeferredLocked();
-    wake_.notify_one();
+  if (deferred_) flushDeferredLocked();
+  // A future's callback runs on the completer thread; if it issues a batch, the calls before it
+  // can only run here.
+  const bool onCompleter = std::this_thread::get_id() == thread_.get_id();
+  if (!onCompleter) wake_.notify_one();
+  while (toRun_ > 0) {
+    if (!(onCompleter && runFront(lock))) changed_.wait(lock);
   }
-  changed_.wait(lock, [&] { return toRun_ == 0; });
+}
+
+bool Completer::runFront(std::unique_lock<std::mutex>& lock) {
+  // A call to run waits while another runs (a waiter took it); one issued with requests is
+  // already in weft's order and can be waited on at any time.
+  if (queue_.empty() || (queue_.front()->call_ && running_)) return false;
+  c10::intrusive_ptr<WeftWork> work = std::move(queue_.front());
+  queue_.pop_front();
+  if (work->call_) {
+    running_ = true;
+    lock.unlock();
+    work->runCall();
+  } else {
+    lock.unlock();
+    if (work->claim()) work->complete();
+  }
+  work.reset();  // the last reference may free tensors: not under the lock
+  lock.lock();
+  return true;
 }
 
 bool Completer::takeDeferred(const WeftWork* work) {
@@ -238,23 +260,7 @@ void Completer::workDone() {
 void Completer::serve() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    // A call to run waits while another runs (a waiter took it); one issued with requests is
-    // already in weft's order and can be waited on at any time.
-    if (!queue_.empty() && !(queue_.front()->call_ && running_)) {
-      c10::intrusive_ptr<WeftWork> work = std::move(queue_.front());
-      queue_.pop_front();
-      if (work->call_) {
-        running_ = true;
-        lock.unlock();
-        work->runCall();
-      } else {
-        lock.unlock();
-        if (work->claim()) work->complete();
-      }
-      work.reset();  // the last reference may free tensors: not under the lock
-      lock.lock();
-      continue;
-    }
+    if (runFront(lock)) continue;
     Clock::time_point now = Clock::now();
     if (deferred_ && (stopping_ || now - deferredAt_ >= kDeferredFor)) {
       flushDeferredLocked();

@@ -111,6 +111,9 @@ class Completer {
   using Clock = std::chrono::steady_clock;
 
   void serve();
+  // Runs or completes the call at the front of the queue unless it must wait; called and
+  // returns with the lock held. False if there was nothing to do.
+  bool runFront(std::unique_lock<std::mutex>& lock);
   void flushDeferredLocked();
   // Whether `work` is the held call, or the next call to run with none running; if so it is
   // the caller's to run (runCall) and counts as running.
