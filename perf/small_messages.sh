@@ -30,7 +30,8 @@ weft_time() {  # transport np
 
 mpi_time() {  # transport np
   local btl=(--mca btl vader,self)
-  [[ "$1" == tcp ]] && btl=(--mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+  [[ "$1" == tcp ]] &&
+    btl=(--mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
   mpirun --allow-run-as-root --oversubscribe -np "$2" --mca pml ob1 "${btl[@]}" \
     "$build/perf/mpi_allreduce_bench" 8 8 "$iters" 1000 | awk '!/^#/ { print $2; exit }'
 }

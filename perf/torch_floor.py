@@ -4,9 +4,10 @@
     PYTHONPATH=build/python /usr/bin/python3 perf/torch_floor.py --nprocs 2
 
 For each round (--rounds, default 3) it runs, in turn: weft through torch, gloo through torch,
-and all_reduce_perf -z 2 (weft's blocking C call, in place, as torch's all-reduce is). Each times --iters
-back-to-back blocking calls per size after a barrier and a warm-up, as nccl-tests does, and takes
-rank 0's mean per call; the table gives the median over rounds and the spread (min-max).
+and all_reduce_perf -z 2 (weft's blocking C call, in place, as torch's all-reduce is). Each
+times --iters back-to-back blocking calls per size (a tenth of them above 64 KiB) after a barrier
+and a warm-up, as nccl-tests does, and takes rank 0's mean per call; the table gives the median
+over rounds and the spread (min-max).
 
 For weft it also splits a call into phases, timed on rank 0 in separate loops of the same
 length: "dispatch" is torch.distributed's Python wrapper (dist.all_reduce against calling the
