@@ -12,7 +12,7 @@ namespace {
 // After this long without a deferred call the completer stops ticking (see lastDeferred_): a
 // loop of small blocking calls keeps it ticking, a call now and then (DDP's) costs a few
 // wake-ups of its own. Ticking through longer pauses cost the seed's DDP step 10% on 8 ranks
-// sharing 2 cores (docs/TORCH.md).
+// sharing 2 cores (docs/PERFORMANCE.md, issue 16).
 constexpr auto kQuietAfter = 2 * Completer::kDeferredFor;
 
 std::string failureText(const std::string& what, weftResult_t result, weftComm_t comm) {
@@ -55,9 +55,11 @@ void WeftWork::complete() {
 
 void WeftWork::runCall() {
   weftResult_t result = call_(nullptr);
+  // Read before the next call may run and replace the communicator's last error.
+  std::string failure = result == weftSuccess ? std::string() : failureText(what_, result, comm_);
   call_ = nullptr;
   completer_->ranCall();
-  finishWith(result == weftSuccess ? std::string() : failureText(what_, result, comm_));
+  finishWith(std::move(failure));
   completer_->workDone();
 }
 
