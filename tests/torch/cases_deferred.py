@@ -136,6 +136,20 @@ class DeferredCases:
         self.expect_equal(self.case + " batch", from_prev,
                           make(torch.float32, (20,), prv, self.case + "/ring"))
 
+        # The last reference to a group can be dropped on its completer thread: here a future's
+        # callback holds the group, and nothing else does by the time the call completes (rank
+        # 0 joins late). The thread cannot wait for itself; it must finish and clean up.
+        self.case = "a group whose last reference goes with a future's callback"
+        doomed = dist.new_group(backend="weft", timeout=timedelta(seconds=60))
+        big = make(torch.float32, (1 << 19,), self.rank, self.case)
+        if self.rank == 0:
+            time.sleep(0.3)
+        work = dist.all_reduce(big, group=doomed, async_op=True)
+        work.get_future().then(lambda fut, group=doomed: group.size())
+        dist.destroy_process_group(doomed)
+        del doomed, work
+        dist.barrier(group=self.gloo)  # every rank's call has completed by now, or is completing
+
         # The same calls on a group that queues every call (read when the group is created).
         self.case = "WEFT_TORCH_DEFER_BYTES=0: every call queued"
         saved = os.environ.get("WEFT_TORCH_DEFER_BYTES")

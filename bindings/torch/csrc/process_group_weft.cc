@@ -60,10 +60,17 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;
   config.timeoutMs = deadlineMs(timeout);
   check(weftCommInitRankConfig(&comm_, size, id, rank, &config), "rendezvous");
-  completer_ = std::make_unique<Completer>(comm_);
+  completer_ = std::make_shared<Completer>(comm_);
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
+  // The last reference can go on the completer thread (a future's callback that held the group
+  // is dropped with the call's Work): that thread cannot wait for itself, so it finishes the
+  // queue and destroys the communicator once this destructor has returned.
+  if (completer_ && completer_->onItsThread()) {
+    Completer::retireOnItsThread(std::move(completer_), comm_);
+    return;
+  }
   // Python drops the group holding the GIL, and the completer may need the GIL to free the
   // last reference to a tensor Python owns: waiting for the completer with the GIL held would
   // deadlock, so the GIL is let go for the wait.

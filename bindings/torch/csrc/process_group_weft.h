@@ -131,8 +131,8 @@ class ProcessGroupWeft : public WeftBase {
                       const std::vector<int64_t>& inputCounts, weftDataType_t type);
 
   weftComm_t comm_ = nullptr;
-  int64_t deferBytes_ = 0;  // WEFT_TORCH_DEFER_BYTES
-  std::unique_ptr<Completer> completer_;
+  int64_t deferBytes_ = 0;                // WEFT_TORCH_DEFER_BYTES
+  std::shared_ptr<Completer> completer_;  // shared: see Completer::retireOnItsThread
   int coalescingDepth_ = 0;
   std::vector<c10::intrusive_ptr<WeftWork>> coalesced_;  // issued inside the open batch
 };

@@ -118,15 +118,34 @@ c10::intrusive_ptr<c10::ivalue::Future> WeftWork::getFuture() {
   return future_;
 }
 
-Completer::Completer(weftComm_t comm) : comm_(comm), thread_([this] { serve(); }) {}
+Completer::Completer(weftComm_t comm)
+    : comm_(comm), thread_([this] {
+        serve();
+        if (commToDestroy_ == nullptr) return;
+        // Retired on this thread: nothing else refers to this completer any more.
+        std::shared_ptr<Completer> self = std::move(retiredSelf_);
+        weftCommDestroy(commToDestroy_);
+        self.reset();  // runs the destructor here, the last use of `this`
+      }) {}
+
+void Completer::retireOnItsThread(std::shared_ptr<Completer> self, weftComm_t comm) {
+  Completer* completer = self.get();
+  std::lock_guard<std::mutex> lock(completer->mutex_);
+  completer->stopping_ = true;
+  completer->commToDestroy_ = comm;
+  completer->thread_.detach();
+  completer->retiredSelf_ = std::move(self);
+}
 
 Completer::~Completer() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
   }
-  wake_.notify_one();
-  thread_.join();
   // Works their waiters took may still be running on those threads.
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return outstanding_.load() == 0; });

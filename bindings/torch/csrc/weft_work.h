@@ -31,6 +31,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -105,6 +106,10 @@ class Completer {
   void add(c10::intrusive_ptr<WeftWork> work);
   // Nothing issued through here is still to complete: a call issued now runs next.
   bool idle() const { return outstanding_.load(std::memory_order_acquire) == 0; }
+  bool onItsThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  // For a group destroyed on the completer thread itself: the thread keeps `self` alive, runs
+  // what is queued, destroys `comm` and then lets `self` go.
+  static void retireOnItsThread(std::shared_ptr<Completer> self, weftComm_t comm);
 
  private:
   friend class WeftWork;
@@ -138,6 +143,8 @@ class Completer {
   bool dormant_ = false;
   std::atomic<int> outstanding_{0};
   bool stopping_ = false;
+  std::shared_ptr<Completer> retiredSelf_;  // set by retireOnItsThread
+  weftComm_t commToDestroy_ = nullptr;
   std::thread thread_;
 };
 
