@@ -48,14 +48,19 @@ int slotOf(weftComm* comm) {
   return -1;
 }
 
-bool pinSlot(int i, weftComm* comm) {
-  Slot& slot = gSlots[i];
-  slot.callsInside.fetch_add(1);
-  if (slot.comm.load() == comm && !slot.retiring.load()) return true;
+// Counts a call out of a slot, waking a thread that retires it once the last call has left.
+void leaveSlot(Slot& slot) {
   if (slot.callsInside.fetch_sub(1) == 1 && slot.retiring.load()) {
     std::lock_guard<std::mutex> lock(gMutex);
     gCallLeft.notify_all();
   }
+}
+
+bool pinSlot(int i, weftComm* comm) {
+  Slot& slot = gSlots[i];
+  slot.callsInside.fetch_add(1);
+  if (slot.comm.load() == comm && !slot.retiring.load()) return true;
+  leaveSlot(slot);
   return false;
 }
 
@@ -120,11 +125,7 @@ CommGuard::CommGuard(weftComm_t comm) : comm_(nullptr), slot_(-1) {
 CommGuard::~CommGuard() {
   if (comm_ == nullptr) return;
   if (slot_ >= 0) {
-    Slot& slot = gSlots[slot_];
-    if (slot.callsInside.fetch_sub(1) == 1 && slot.retiring.load()) {
-      std::lock_guard<std::mutex> lock(gMutex);
-      gCallLeft.notify_all();
-    }
+    leaveSlot(gSlots[slot_]);
     return;
   }
   std::lock_guard<std::mutex> lock(gMutex);

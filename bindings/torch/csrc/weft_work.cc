@@ -151,11 +151,15 @@ Completer::~Completer() {
   changed_.wait(lock, [&] { return outstanding_.load() == 0; });
 }
 
-void Completer::run(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
-  work->comm_ = comm_;
-  work->completer_ = this;
-  work->call_ = std::move(call);
+void Completer::adopt(WeftWork& work) {
+  work.comm_ = comm_;
+  work.completer_ = this;
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Completer::run(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
+  adopt(*work);
+  work->call_ = std::move(call);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++toRun_;
@@ -165,10 +169,8 @@ void Completer::run(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
 }
 
 void Completer::add(c10::intrusive_ptr<WeftWork> work) {
-  work->comm_ = comm_;
-  work->completer_ = this;
+  adopt(*work);
   work->issued_ = true;
-  outstanding_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(work));
@@ -177,10 +179,8 @@ void Completer::add(c10::intrusive_ptr<WeftWork> work) {
 }
 
 void Completer::defer(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
-  work->comm_ = comm_;
-  work->completer_ = this;
+  adopt(*work);
   work->call_ = std::move(call);
-  outstanding_.fetch_add(1, std::memory_order_acq_rel);
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -215,8 +215,8 @@ void Completer::waitUntilRun() {
   if (deferred_) flushDeferredLocked();
   // A future's callback runs on the completer thread; if it issues a batch, the calls before it
   // can only run here.
-  const bool onCompleter = std::this_thread::get_id() == thread_.get_id();
-  if (!onCompleter) wake_.notify_one();
+  const bool onCompleter = onItsThread();
+  if (!onCompleter && toRun_ > 0) wake_.notify_one();
   while (toRun_ > 0) {
     if (!(onCompleter && runFront(lock))) changed_.wait(lock);
   }

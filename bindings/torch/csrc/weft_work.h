@@ -116,6 +116,8 @@ class Completer {
   using Clock = std::chrono::steady_clock;
 
   void serve();
+  // Makes `work` this completer's: it counts as outstanding until it completes.
+  void adopt(WeftWork& work);
   // Runs or completes the call at the front of the queue unless it must wait; called and
   // returns with the lock held. False if there was nothing to do.
   bool runFront(std::unique_lock<std::mutex>& lock);
