@@ -47,6 +47,7 @@ struct Plan {
   // farthest (for ranks numbered node by node, whose far partners are on other nodes).
   bool nearestFirst = false;
   double predictedMicros = 0;  // the cost model's estimate (0: not modelled)
+  bool fromTable = false;      // a measured tuning table's rule chose it
 };
 
 }  // namespace weft

@@ -20,7 +20,8 @@ constexpr Variable kVariables[] = {
     {"WEFT_ALGO", "",
      "Force algorithms, e.g. 'ring', 'allreduce=ring,broadcast=chain', or per size range "
      "'allreduce:0-16K=tree,allreduce:16K-=ring' (bytes of the call's count; names: "
-     "docs/ALGORITHMS.md). Sizes no rule covers stay with the tuner."},
+     "docs/ALGORITHMS.md); 'allreduce=two_level_leader/ring' also names a two-level algorithm's "
+     "stage among nodes. Sizes no rule covers stay with the tuner."},
     {"WEFT_BUFFERS", "auto",
      "Where call buffers live: auto (a process that has loaded the CUDA driver asks it about "
      "each call's buffers; any other process's are host memory), host (never ask), or device "
@@ -43,6 +44,11 @@ constexpr Variable kVariables[] = {
     {"WEFT_TUNE_COPY", "25GB/s,10us",
      "The cost model's copies between a GPU and pinned host memory, which staged device calls "
      "pay (docs/CUDA.md)."},
+    {"WEFT_TUNE_FILE", "",
+     "Measured tuning tables (weft_tune measure): files or directories of *.txt files, separated "
+     "by ':'. A communicator uses the first table measured on a layout like its own; unset, "
+     "$XDG_CONFIG_HOME/weft/tuning (or ~/.config/weft/tuning) and /etc/weft/tuning are searched. "
+     "Every rank must load the same table."},
     {"WEFT_TUNE_GPU", "1000GB/s,15us",
      "The cost model's GPU link: one GPU's memory as the device-direct kernels of the ranks "
      "sharing it use it together, and the latency of a kernel and its wait (docs/CUDA.md)."},
@@ -186,8 +192,11 @@ constexpr Variable kVariables[] = {
     {"SLURM_TASKS_PER_NODE", "", "Slurm: ranks per host, e.g. '4(x2)'."},
     {"WORLD_SIZE", "", "torchrun: number of ranks."},
     // System variables weft reads.
-    {"HOME", "", "The calibration cache lives in $HOME/.cache/weft unless XDG_CACHE_HOME is set."},
+    {"HOME", "",
+     "The calibration cache lives in $HOME/.cache/weft unless XDG_CACHE_HOME is set; tuning "
+     "tables are searched in $HOME/.config/weft/tuning unless XDG_CONFIG_HOME is set."},
     {"XDG_CACHE_HOME", "", "The calibration cache lives in $XDG_CACHE_HOME/weft when set."},
+    {"XDG_CONFIG_HOME", "", "Tuning tables are searched in $XDG_CONFIG_HOME/weft/tuning when set."},
 };
 
 const Variable& find(const char* name) {

@@ -10,11 +10,13 @@
 #include "algos/algo_context.h"
 #include "base/descriptor_limit.h"
 #include "base/log.h"
+#include "core/table_agreement.h"
 #include "topo/host_id.h"
 #include "topo/machine.h"
 #include "topo/process_state.h"
 #include "transports/wiring.h"
 #include "tune/calibrate.h"
+#include "tune/table_search.h"
 
 namespace weft {
 namespace {
@@ -132,6 +134,12 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
     comm->layout.windowAreaBytes = windows->windowBytes() / 2;
   }
   WEFT_TRY(checkOverrides(config.algos, comm->layout));
+  comm->tuneFingerprint = tune::layoutFingerprint(comm->layout.nodes, comm->layout.cost.intraShm,
+                                                  comm->networkTransport);
+  tune::TableSearch search;
+  WEFT_TRY(tune::findTuningTable(config.tuneFile, comm->tuneFingerprint, &search));
+  if (search.table) WEFT_TRY(checkTable(*search.table, comm->layout));
+  comm->layout.table = search.table;
 
   comm->resources = std::make_unique<OpResources>(nranks);
   Fabric* fabric = comm->fabric.get();
@@ -152,6 +160,17 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
     choosePolling(*comm);
     comm->fabric->operationDone();
   }
+  WEFT_TRY(agreeOnTuningTable(comm.get(), deadline));
+  if (rank == 0 && comm->layout.table) {
+    WEFT_INFO("tuning table %s (%zu rules) for layout '%s'", comm->layout.table->source.c_str(),
+              comm->layout.table->rules.size(), comm->tuneFingerprint.c_str());
+  } else if (rank == 0 && !search.refusal.empty()) {
+    if (search.warn) {
+      WEFT_WARN("%s", search.refusal.c_str());
+    } else {
+      WEFT_INFO("%s", search.refusal.c_str());
+    }
+  }
   comm->p2pSent.assign(nranks, 0);
   comm->p2pReceived.assign(nranks, 0);
   weftComm* raw = comm.get();
@@ -168,6 +187,13 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
               static_cast<long long>(config.timeoutMs / 1000));
   }
   *out = comm.release();
+  return Status::ok();
+}
+
+Status replaceAlgoOverrides(weftComm* comm, const AlgoOverrides& overrides) {
+  WEFT_TRY(checkOverrides(overrides, comm->layout));
+  comm->config.algos = overrides;
+  comm->plans.clear();
   return Status::ok();
 }
 

@@ -43,8 +43,9 @@ struct weftComm {
   std::vector<weft::PeerInfo> peers;
   int nodes = 1;                         // distinct host identities
   std::string networkTransport = "tcp";  // what carries the peers of other hosts: tcp or rdma
-  int localRanks = 1;   // ranks on this rank's host that it reaches through shared memory
-  weft::Layout layout;  // what the tuner's choices depend on
+  int localRanks = 1;           // ranks on this rank's host that it reaches through shared memory
+  weft::Layout layout;          // what the tuner's choices depend on
+  std::string tuneFingerprint;  // the layout as tuning tables name it (tune/tuning_table.h)
 
   std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
   std::unique_ptr<weft::Fabric> fabric;
@@ -97,6 +98,10 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
                   const CommConfig& config, weftComm** out);
 // Runs an operation (one call or a group's calls) on the executing thread.
 Status executeOp(weftComm* comm, const Op& op);
+// Replaces the forced algorithms (WEFT_ALGO) and forgets the plans chosen so far, so that
+// `weft_tune measure` can time every candidate on one communicator. Only between calls: nothing
+// may be in flight. Every rank must pass the same overrides.
+Status replaceAlgoOverrides(weftComm* comm, const AlgoOverrides& overrides);
 // A failure that ends the communicator (timeout, dead peer, abort, protocol mismatch).
 void markFailed(weftComm* comm, const Status& why);
 Status commFailure(weftComm* comm);

@@ -31,11 +31,13 @@ void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
   std::vector<Candidate> ranked =
       rankCandidates(args.coll, bytes, comm->layout, comm->config.sliceBytes);
   if (ranked.empty()) {
-    text += " (size rule)";
+    text += plan.fromTable ? " (tuning table)" : " (size rule)";
   } else {
     char number[32];
     std::snprintf(number, sizeof(number), "%.1f", plan.predictedMicros);
-    text += plan.predictedMicros > 0 ? std::string(", predicted ") + number + " us;" : " (forced);";
+    text += plan.predictedMicros > 0 ? std::string(", predicted ") + number + " us;"
+            : plan.fromTable         ? " (tuning table); model:"
+                                     : " (forced);";
     for (const Candidate& candidate : ranked) {
       std::snprintf(number, sizeof(number), " %.1f", candidate.micros);
       text += std::string(" ") + algoName(candidate.algo) + number;

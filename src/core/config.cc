@@ -113,6 +113,7 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
   if (calibrate < 0 || calibrate > 2)
     return invalidArgument("WEFT_TUNE_CALIBRATE must be 0, 1 or 2");
   out->calibrate = static_cast<int>(calibrate);
+  out->tuneFile = env::getString("WEFT_TUNE_FILE");
   return parseAlgoOverrides(env::getString("WEFT_ALGO"), &out->algos);
 }
 

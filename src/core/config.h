@@ -25,6 +25,7 @@ struct CommConfig {
   AlgoOverrides algos;
   tune::CostParams costs;  // the tuner's link costs
   int calibrate = 0;       // 1: measure links at init unless cached; 2: always measure
+  std::string tuneFile;    // WEFT_TUNE_FILE: tuning tables ("" = the default search path)
 };
 
 // config may be NULL. Errors name the offending field or variable.

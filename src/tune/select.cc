@@ -126,14 +126,15 @@ Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out) {
     size_t equals = token.find('=');
     std::string algoText = equals == std::string::npos ? token : token.substr(equals + 1);
     AlgoId algo;
-    if (!algoFromName(algoText.c_str(), &algo)) {
+    if (!algoFromName(algoText.substr(0, algoText.find('/')).c_str(), &algo)) {
       return invalidArgument("WEFT_ALGO: unknown algorithm '" + algoText + "'");
     }
     if (equals == std::string::npos) {
       bool any = false;
       for (int i = 0; i < kNumCollTypes; ++i) {
-        if (findAlgorithm(static_cast<CollType>(i), algo) != nullptr) {
-          out->byColl[i] = algo;
+        tune::AlgoChoice choice;
+        if (tune::parseChoice(static_cast<CollType>(i), algoText, &choice).isOk()) {
+          out->byColl[i] = choice;
           any = true;
         }
       }
@@ -150,15 +151,16 @@ Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out) {
     if (!collFromName(collText, &coll)) {
       return invalidArgument("WEFT_ALGO: unknown collective '" + collText + "'");
     }
-    if (findAlgorithm(coll, algo) == nullptr) {
-      return invalidArgument("WEFT_ALGO: " + collText + " has no algorithm '" + algoText + "'");
+    tune::AlgoChoice choice;
+    if (Status parsed = tune::parseChoice(coll, algoText, &choice); !parsed.isOk()) {
+      return parsed.withContext("WEFT_ALGO");
     }
     if (rangeText.empty()) {
-      out->byColl[static_cast<int>(coll)] = algo;
+      out->byColl[static_cast<int>(coll)] = choice;
       continue;
     }
     SizeRule rule;
-    rule.algo = algo;
+    rule.choice = choice;
     if (!parseRange(rangeText, &rule)) {
       return invalidArgument("WEFT_ALGO: bad size range '" + rangeText + "' in '" + token +
                              "' (expected e.g. 0-16K or 16K-)");
@@ -204,17 +206,24 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
   const CallSizes sizes = callSizes(args, layout.nranks);
   const size_t bytes = sizes.message;
   const size_t callBytes = sizes.block;
-  std::optional<AlgoId> forced = overrides.byColl[static_cast<int>(args.coll)];
+  std::optional<tune::AlgoChoice> forced = overrides.byColl[static_cast<int>(args.coll)];
   for (const SizeRule& rule : overrides.bySize[static_cast<int>(args.coll)]) {
     if (callBytes >= rule.minBytes && callBytes < rule.maxBytes) {
-      forced = rule.algo;
+      forced = rule.choice;
       break;
     }
   }
+  if (!forced && layout.table) {
+    if (const tune::TableRule* rule = layout.table->ruleFor(args.coll, callBytes)) {
+      forced = rule->choice;
+      plan.fromTable = true;
+    }
+  }
   if (forced) {
-    // A forced two-level algorithm still gets the model's best stage among nodes.
-    plan.algo = *forced;
-    plan.inner = bestVariant(args.coll, plan.algo, bytes, layout, sliceBytes).inner;
+    // A two-level algorithm forced without its stage among nodes gets the model's best one.
+    plan.algo = forced->algo;
+    plan.inner = forced->inner ? *forced->inner
+                               : bestVariant(args.coll, plan.algo, bytes, layout, sliceBytes).inner;
   } else if (std::vector<Candidate> ranked = rankCandidates(args.coll, bytes, layout, sliceBytes);
              !ranked.empty()) {
     plan.algo = ranked.front().algo;
@@ -239,9 +248,42 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
 Status checkOverrides(const AlgoOverrides& overrides, const Layout& layout) {
   for (int coll = 0; coll < kNumCollTypes; ++coll) {
     const auto& forced = overrides.byColl[coll];
-    if (forced && needsSharedWindows(*forced) && !layout.oneHostShm && layout.nranks > 1) {
-      return invalidUsage(std::string("WEFT_ALGO forces ") + algoName(*forced) + " for " +
+    if (forced && needsSharedWindows(forced->algo) && !layout.oneHostShm && layout.nranks > 1) {
+      return invalidUsage(std::string("WEFT_ALGO forces ") + algoName(forced->algo) + " for " +
                           collName(static_cast<CollType>(coll)) +
+                          ", which needs every rank on one host with shared memory");
+    }
+  }
+  return Status::ok();
+}
+
+std::vector<tune::AlgoChoice> runnableChoices(CollType coll, size_t callBytes,
+                                              const Layout& layout) {
+  std::vector<tune::AlgoChoice> choices;
+  const bool twoLevelUseful = layout.nodes.nodes() > 1 && layout.nodes.maxPerNode() > 1;
+  for (int id = 0; id < kNumAlgoIds; ++id) {
+    const AlgoId algo = static_cast<AlgoId>(id);
+    if (findAlgorithm(coll, algo) == nullptr) continue;
+    if (needsSharedWindows(algo) && !(layout.oneHostShm && layout.nranks > 1)) continue;
+    // Above one window area shm_flat runs as shm_direct (choosePlan): nothing new to time.
+    if (algo == AlgoId::kShmFlat && callBytes > layout.windowAreaBytes) continue;
+    if (algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit) {
+      if (!twoLevelUseful) continue;
+      const std::vector<AlgoId> inners = tune::innerAlgos(coll);
+      if (inners.empty()) choices.push_back({algo, std::nullopt});
+      for (AlgoId inner : inners) choices.push_back({algo, inner});
+      continue;
+    }
+    choices.push_back({algo, std::nullopt});
+  }
+  return choices;
+}
+
+Status checkTable(const tune::TuningTable& table, const Layout& layout) {
+  for (const tune::TableRule& rule : table.rules) {
+    if (needsSharedWindows(rule.choice.algo) && !layout.oneHostShm && layout.nranks > 1) {
+      return invalidUsage("tuning table " + table.source + " chooses " +
+                          algoName(rule.choice.algo) + " for " + collName(rule.coll) +
                           ", which needs every rank on one host with shared memory");
     }
   }

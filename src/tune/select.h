@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,24 +14,26 @@
 #include "base/status.h"
 #include "topo/node_layout.h"
 #include "tune/cost_model.h"
+#include "tune/tuning_table.h"
 
 namespace weft {
 
 struct SizeRule {
   size_t minBytes = 0;
   size_t maxBytes = SIZE_MAX;  // exclusive
-  AlgoId algo = AlgoId::kRing;
+  tune::AlgoChoice choice;
 };
 
 struct AlgoOverrides {
-  std::array<std::optional<AlgoId>, kNumCollTypes> byColl;
+  std::array<std::optional<tune::AlgoChoice>, kNumCollTypes> byColl;
   std::array<std::vector<SizeRule>, kNumCollTypes> bySize;  // checked first, in order
 };
 
 // "ring" forces ring wherever a collective has one; "allreduce=ring,broadcast=chain" forces per
 // collective; "allreduce:0-16K=tree,allreduce:16K-=ring" forces per size range (bytes of the
 // call's count, lower bound inclusive, upper exclusive, K/M/G binary suffixes; sizes no range
-// covers are left to the tuner). Unknown names and algorithms a collective lacks are errors
+// covers are left to the tuner); "allreduce=two_level_leader/ring" also forces a two-level
+// algorithm's stage among nodes. Unknown names and algorithms a collective lacks are errors
 // naming the token.
 Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out);
 
@@ -42,6 +45,9 @@ struct Layout {
   topo::NodeLayout nodes;      // which ranks share a node
   tune::CostLayout cost;       // the model's view of `nodes`
   tune::CostParams params;     // link costs (defaults, WEFT_TUNE_NET / WEFT_TUNE_SHM)
+  // A measured tuning table for this layout (tune/table_search.h): its rules come after the
+  // overrides and before the model.
+  std::shared_ptr<const tune::TuningTable> table;
 };
 
 // What the model predicts for each candidate, for logs and weft_tune.
@@ -58,7 +64,14 @@ std::vector<Candidate> rankCandidates(CollType coll, size_t bytes, const Layout&
 
 Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides& overrides,
                 size_t sliceBytes);
+// Every algorithm (and stage among nodes) that can run `coll` of `callBytes` on this layout:
+// what weft_tune measure times and a tuning table may choose from.
+std::vector<tune::AlgoChoice> runnableChoices(CollType coll, size_t callBytes,
+                                              const Layout& layout);
+
 // An init-time check that forced algorithms can run on this layout.
 Status checkOverrides(const AlgoOverrides& overrides, const Layout& layout);
+// The same for a tuning table's rules (a table edited by hand may name any algorithm).
+Status checkTable(const tune::TuningTable& table, const Layout& layout);
 
 }  // namespace weft

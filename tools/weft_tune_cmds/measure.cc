@@ -1,0 +1,359 @@
+// weft_tune measure: run as every rank of a job (weftrun, mpirun, mpiexec, srun or torchrun:
+// whatever weftCommInitFromEnv reads). On the job's own communicator it times every candidate
+// algorithm for each collective across a size sweep, in alternating rounds, and writes the
+// tuning table that later jobs of the same layout load at init (docs/TUNING.md).
+//
+// Every rank takes part in every timing and every figure is the slowest rank's mean, reduced
+// across ranks, so all ranks hold the same numbers and would write the same table; rank 0
+// writes it.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/comm.h"
+#include "tune/table_search.h"
+#include "weft/weft.h"
+#include "weft_tune_cmds/tune_tool.h"
+
+namespace weft_tune {
+namespace {
+
+using weft::tune::AlgoChoice;
+using weft::tune::TableMeasurement;
+
+struct MeasureOptions {
+  std::vector<CollType> colls = {CollType::kAllReduce,     CollType::kBroadcast,
+                                 CollType::kReduce,        CollType::kAllGather,
+                                 CollType::kReduceScatter, CollType::kAlltoAll};
+  size_t minBytes = 16;
+  size_t maxBytes = size_t{64} << 20;
+  size_t factor = 4;
+  int rounds = 3;
+  double targetMillis = 20;  // per candidate and round
+  double pruneFactor = 3;    // after the first round, drop candidates this much slower
+  std::string out;           // "" = the user's tuning directory
+};
+
+[[noreturn]] void usage(const char* problem) {
+  std::fprintf(stderr,
+               "weft_tune measure: %s\n"
+               "usage: <launcher> weft_tune measure [--colls allreduce,broadcast,...] [--min 16]\n"
+               "           [--max 64M] [--factor 4] [--rounds 3] [--target-ms 20] [--prune 3]\n"
+               "           [--out FILE]\n"
+               "Run as every rank of the job whose layout should be measured. Sizes are the\n"
+               "buffers nccl-tests would report (all-gather: the gathered buffer). The table goes\n"
+               "to FILE or to the first directory of the default search path.\n",
+               problem);
+  std::exit(2);
+}
+
+MeasureOptions parseOptions(int argc, char** argv) {
+  MeasureOptions options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage((arg + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (arg == "--colls") {
+      options.colls.clear();
+      std::stringstream names(value());
+      std::string name;
+      while (std::getline(names, name, ',')) {
+        CollType coll;
+        if (!collFromName(name, &coll) || coll == CollType::kGather || coll == CollType::kScatter ||
+            coll == CollType::kBarrier || weft::isPointToPoint(coll)) {
+          usage(("--colls: cannot measure '" + name + "'").c_str());
+        }
+        options.colls.push_back(coll);
+      }
+    } else if (arg == "--min") {
+      options.minBytes = parseBytes(value(), usage);
+    } else if (arg == "--max") {
+      options.maxBytes = parseBytes(value(), usage);
+    } else if (arg == "--factor") {
+      options.factor = parseBytes(value(), usage);
+    } else if (arg == "--rounds") {
+      options.rounds = std::atoi(value());
+    } else if (arg == "--target-ms") {
+      options.targetMillis = std::atof(value());
+    } else if (arg == "--prune") {
+      options.pruneFactor = std::atof(value());
+    } else if (arg == "--out") {
+      options.out = value();
+    } else if (arg == "-h" || arg == "--help") {
+      usage("times every candidate algorithm on this job's layout");
+    } else {
+      usage(("unknown argument " + arg).c_str());
+    }
+  }
+  if (options.rounds < 1) usage("--rounds must be >= 1");
+  if (options.factor < 2) usage("--factor must be >= 2");
+  if (!(options.targetMillis > 0)) usage("--target-ms must be > 0");
+  if (!(options.pruneFactor >= 1)) usage("--prune must be >= 1");
+  if (options.minBytes < 4 || options.minBytes > options.maxBytes)
+    usage("need 4 <= --min <= --max");
+  return options;
+}
+
+void check(weftResult_t result, weftComm_t comm, const char* what) {
+  if (result == weftSuccess) return;
+  std::fprintf(stderr, "weft_tune measure: %s: %s (%s)\n", what, weftGetErrorString(result),
+               comm ? weftGetLastError(comm) : "");
+  std::exit(1);
+}
+
+// The element count of a call whose buffers nccl-tests would report as `bytes` (float32).
+size_t countFor(CollType coll, size_t bytes, int nranks) {
+  const size_t elements = bytes / sizeof(float);
+  switch (coll) {
+    case CollType::kAllGather:
+    case CollType::kReduceScatter:
+    case CollType::kAlltoAll:
+      return elements / nranks;
+    default:
+      return elements;
+  }
+}
+
+struct Job {
+  weftComm_t comm = nullptr;
+  int rank = 0;
+  int nranks = 1;
+  float* send = nullptr;
+  float* recv = nullptr;
+};
+
+weftResult_t callOnce(const Job& job, CollType coll, size_t count) {
+  switch (coll) {
+    case CollType::kAllReduce:
+      return weftAllReduce(job.send, job.recv, count, weftFloat32, weftSum, job.comm, nullptr);
+    case CollType::kBroadcast:
+      return weftBroadcast(job.send, job.recv, count, weftFloat32, 0, job.comm, nullptr);
+    case CollType::kReduce:
+      return weftReduce(job.send, job.recv, count, weftFloat32, weftSum, 0, job.comm, nullptr);
+    case CollType::kAllGather:
+      return weftAllGather(job.send, job.recv, count, weftFloat32, job.comm, nullptr);
+    case CollType::kReduceScatter:
+      return weftReduceScatter(job.send, job.recv, count, weftFloat32, weftSum, job.comm, nullptr);
+    case CollType::kAlltoAll:
+      return weftAlltoAll(job.send, job.recv, count, weftFloat32, job.comm, nullptr);
+    default:
+      return weftInvalidArgument;
+  }
+}
+
+// The slowest rank's value, with the library's default choices (the overrides are cleared
+// first, so the reduction itself never runs a candidate under test).
+double slowest(const Job& job, double mine) {
+  check(weft::replaceAlgoOverrides(job.comm, weft::AlgoOverrides{}).isOk() ? weftSuccess
+                                                                           : weftInternalError,
+        job.comm, "restoring the default choices");
+  double all = 0;
+  check(weftAllReduce(&mine, &all, 1, weftFloat64, weftMax, job.comm, nullptr), job.comm,
+        "reducing a timing");
+  return all;
+}
+
+// Mean microseconds per call over `iterations` calls, the slowest rank's.
+double timeCalls(const Job& job, CollType coll, size_t count, int iterations,
+                 const std::string& label) {
+  check(weftBarrier(job.comm, nullptr), job.comm, "barrier");
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) check(callOnce(job, coll, count), job.comm, label.c_str());
+  const std::chrono::duration<double, std::micro> elapsed =
+      std::chrono::steady_clock::now() - start;
+  return elapsed.count() / iterations;
+}
+
+void force(const Job& job, CollType coll, const AlgoChoice& choice) {
+  weft::AlgoOverrides overrides;
+  overrides.byColl[static_cast<int>(coll)] = choice;
+  weft::Status status = weft::replaceAlgoOverrides(job.comm, overrides);
+  if (!status.isOk()) {
+    std::fprintf(stderr, "weft_tune measure: forcing %s: %s\n",
+                 weft::tune::choiceName(choice).c_str(), status.message().c_str());
+    std::exit(1);
+  }
+}
+
+struct Timed {
+  AlgoChoice choice;
+  std::vector<double> samples;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Every candidate for one collective and size, in alternating rounds.
+std::vector<TableMeasurement> measureCell(const Job& job, const MeasureOptions& options,
+                                          CollType coll, size_t count) {
+  const weft::Layout& layout = job.comm->layout;
+  const size_t callBytes = count * sizeof(float);
+  std::vector<Timed> timed;
+  for (const AlgoChoice& choice : weft::runnableChoices(coll, callBytes, layout)) {
+    timed.push_back({choice, {}});
+  }
+  // The iteration count: enough calls of the default choice to fill the target time.
+  weft::replaceAlgoOverrides(job.comm, weft::AlgoOverrides{}).isOk();
+  check(callOnce(job, coll, count), job.comm, "warm-up");
+  const double probe = slowest(job, timeCalls(job, coll, count, 2, "probe"));
+  const int iterations = static_cast<int>(
+      std::clamp(options.targetMillis * 1000 / std::max(probe, 0.05), 1.0, 100000.0));
+
+  for (int round = 0; round < options.rounds; ++round) {
+    double best = 0;
+    for (const Timed& entry : timed) {
+      if (!entry.samples.empty() && (best == 0 || entry.samples.front() < best)) {
+        best = entry.samples.front();
+      }
+    }
+    // Alternate the order so that drift over a round does not favour one candidate.
+    for (size_t k = 0; k < timed.size(); ++k) {
+      Timed& entry = timed[round % 2 ? timed.size() - 1 - k : k];
+      if (round > 0 && entry.samples.front() > options.pruneFactor * best) continue;
+      const std::string label = weft::tune::choiceName(entry.choice);
+      force(job, coll, entry.choice);
+      check(callOnce(job, coll, count), job.comm, label.c_str());
+      const double mine = timeCalls(job, coll, count, iterations, label);
+      entry.samples.push_back(slowest(job, mine));
+    }
+  }
+  std::vector<TableMeasurement> cell;
+  for (const Timed& entry : timed) {
+    TableMeasurement measured;
+    measured.coll = coll;
+    measured.bytes = callBytes;
+    measured.choice = entry.choice;
+    measured.medianMicros = median(entry.samples);
+    const auto [low, high] = std::minmax_element(entry.samples.begin(), entry.samples.end());
+    measured.spreadPercent = 100 * (*high - *low) / measured.medianMicros;
+    measured.rounds = static_cast<int>(entry.samples.size());
+    cell.push_back(measured);
+  }
+  return cell;
+}
+
+std::string defaultOutput(const std::string& fingerprint) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : fingerprint) hash = (hash ^ c) * 1099511628211ull;
+  char name[48];
+  std::snprintf(name, sizeof(name), "/layout-%016" PRIx64 ".txt", hash);
+  return weft::tune::defaultTableDirectories().front() + name;
+}
+
+void makeParents(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    mkdir(path.substr(0, slash).c_str(), 0755);
+  }
+}
+
+std::string nowText() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return text;
+}
+
+void printCell(const std::vector<TableMeasurement>& cell, const weft::Layout& layout) {
+  const TableMeasurement* best = &cell.front();
+  for (const TableMeasurement& entry : cell) {
+    if (entry.medianMicros < best->medianMicros) best = &entry;
+  }
+  std::printf("%-14s %10zu  %-40s %10.1f us (spread %.1f%%)", weft::collName(best->coll),
+              best->bytes, weft::tune::choiceName(best->choice).c_str(), best->medianMicros,
+              best->spreadPercent);
+  // The model's pick for comparison, where it has one.
+  weft::CollArgs args;
+  args.coll = best->coll;
+  args.type = weftFloat32;
+  args.count = best->bytes / sizeof(float);
+  weft::Layout modelOnly = layout;
+  modelOnly.table = nullptr;
+  weft::Plan plan = weft::choosePlan(args, modelOnly, weft::AlgoOverrides{}, 512 * 1024);
+  AlgoChoice modelChoice{plan.algo, std::nullopt};
+  for (const TableMeasurement& entry : cell) {
+    if (entry.choice.algo == plan.algo &&
+        (!entry.choice.inner || *entry.choice.inner == plan.inner)) {
+      modelChoice = entry.choice;
+      std::printf("  model: %s %.2fx", weft::tune::choiceName(modelChoice).c_str(),
+                  entry.medianMicros / best->medianMicros);
+      break;
+    }
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int runMeasure(int argc, char** argv) {
+  const MeasureOptions options = parseOptions(argc, argv);
+  Job job;
+  check(weftCommInitFromEnv(&job.comm, nullptr), nullptr, "weftCommInitFromEnv");
+  check(weftCommUserRank(job.comm, &job.rank), job.comm, "rank");
+  check(weftCommCount(job.comm, &job.nranks), job.comm, "size");
+  std::vector<float> send(options.maxBytes / sizeof(float) + 1, 1.0f);
+  std::vector<float> recv(options.maxBytes / sizeof(float) + 1, 0.0f);
+  job.send = send.data();
+  job.recv = recv.data();
+  const std::string fingerprint = job.comm->tuneFingerprint;
+  if (job.rank == 0) {
+    std::printf("# weft_tune measure: layout '%s'; %d rounds, %.0f ms per candidate and round\n",
+                fingerprint.c_str(), options.rounds, options.targetMillis);
+    std::printf("# %-12s %10s  %-40s %10s\n", "collective", "bytes", "fastest", "median");
+  }
+
+  weft::tune::TuningTable table;
+  table.layout = fingerprint;
+  for (CollType coll : options.colls) {
+    for (size_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= options.factor) {
+      const size_t count = countFor(coll, bytes, job.nranks);
+      if (count > 0) {
+        std::vector<TableMeasurement> cell = measureCell(job, options, coll, count);
+        if (job.rank == 0) printCell(cell, job.comm->layout);
+        table.measured.insert(table.measured.end(), cell.begin(), cell.end());
+      }
+      if (bytes > options.maxBytes / options.factor) break;
+    }
+  }
+  table.rules = weft::tune::rulesFromMeasurements(table.measured);
+  table.comments = {"# weft tuning table (docs/TUNING.md \"Tuning tables\")",
+                    "# measured by weft_tune measure on " + nowText() + ", " +
+                        std::to_string(options.rounds) + " rounds of " +
+                        std::to_string(static_cast<int>(options.targetMillis)) +
+                        " ms per candidate; host of rank 0: " + job.comm->peers[0].hostName};
+
+  int status = 0;
+  if (job.rank == 0) {
+    const std::string path = options.out.empty() ? defaultOutput(fingerprint) : options.out;
+    makeParents(path);
+    std::ofstream file(path);
+    file << weft::tune::formatTuningTable(table);
+    file.close();
+    if (!file) {
+      std::fprintf(stderr, "weft_tune measure: cannot write %s\n", path.c_str());
+      status = 1;
+    } else {
+      std::printf("# wrote %s (%zu rules, table hash %016" PRIx64 ")\n", path.c_str(),
+                  table.rules.size(), table.hash());
+    }
+  }
+  check(weftCommDestroy(job.comm), nullptr, "weftCommDestroy");
+  return status;
+}
+
+}  // namespace weft_tune
