@@ -56,6 +56,11 @@ constexpr Variable kVariables[] = {
      "The cost model's network link between nodes: bandwidth and per-message latency, e.g. "
      "'1Gbit,50us' or '3GB/s,10us' (either part may be left out). Set it to what the network "
      "really delivers; weft_tune shows what changes."},
+    {"WEFT_TUNE_ONLINE", "0",
+     "Online refinement: where the cost model ranks candidates within its error of each other, "
+     "the first calls of each call shape try them in turn, this many timed calls each, and the "
+     "ranks agree on the fastest (0: off; docs/TUNING.md). Shapes a table or WEFT_ALGO decides "
+     "are never tried."},
     {"WEFT_TUNE_RDMA", "100Gbit,3us",
      "The cost model's network link when rdma carries it (unless WEFT_TUNE_NET is set, which "
      "then describes the network whatever serves it)."},

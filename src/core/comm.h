@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/status.h"
@@ -16,6 +17,7 @@
 #include "core/config.h"
 #include "core/device_layer.h"
 #include "core/executor.h"
+#include "core/online_tuning.h"
 #include "fabric/fabric.h"
 #include "tune/select.h"
 
@@ -60,6 +62,11 @@ struct weftComm {
   // Plans already chosen, by (collective, datatype, count): the choice is computed and logged
   // once per distinct call shape.
   std::unordered_map<uint64_t, weft::Plan> plans;
+  // Online refinement (core/online_tuning.h): shapes whose candidates are being tried, shapes
+  // found to need no trial, and whether the trial's agreement is running.
+  std::unordered_map<uint64_t, weft::OnlineTrial> trials;
+  std::unordered_set<uint64_t> decidedWithoutTrial;
+  bool agreeingOnTrial = false;
 
   // The GPU side, made by the first call with device buffers or a stream (the GPU layer's
   // GpuState); a communicator that never sees either never touches a GPU runtime.
@@ -98,6 +105,8 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
                   const CommConfig& config, weftComm** out);
 // Runs an operation (one call or a group's calls) on the executing thread.
 Status executeOp(weftComm* comm, const Op& op);
+// Runs one collective of an operation on the executing thread.
+Status runCollective(weftComm* comm, const CollArgs& args);
 // Replaces the forced algorithms (WEFT_ALGO) and forgets the plans chosen so far, so that
 // `weft_tune measure` can time every candidate on one communicator. Only between calls: nothing
 // may be in flight. Every rank must pass the same overrides.

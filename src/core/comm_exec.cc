@@ -1,6 +1,7 @@
 // Executing an operation: a single call or a group's calls on one communicator. A group posts
 // its point-to-point transfers first (on every rank, so they can never wait on a collective),
 // then runs its collectives in issue order, then waits for the transfers.
+#include <chrono>
 #include <cstdio>
 
 #include "algos/algo_context.h"
@@ -8,6 +9,7 @@
 #include "base/log.h"
 #include "core/call_check.h"
 #include "core/comm.h"
+#include "core/online_tuning.h"
 #include "reduce/reduce.h"
 #include "tune/select.h"
 
@@ -49,19 +51,26 @@ void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
 
 const Plan& planFor(weftComm* comm, const CollArgs& call) {
   CollArgs args = call;
-  args.symmetricWindows = comm->symmetricWindows.load(std::memory_order_acquire) > 0;
-  const uint64_t key = callShapeKey(args) ^ (args.symmetricWindows ? uint64_t{1} << 62 : 0);
+  const uint64_t key = planKey(comm, &args);
   auto found = comm->plans.find(key);
   if (found != comm->plans.end()) return found->second;
-  if (comm->plans.size() >= 4096) comm->plans.clear();
+  if (comm->plans.size() >= 4096) {
+    comm->plans.clear();
+    comm->decidedWithoutTrial.clear();
+  }
   Plan plan = choosePlan(args, comm->layout, comm->config.algos, comm->config.sliceBytes);
   if (comm->rank == 0 && log::level() >= log::Level::kInfo) logDecision(comm, args, plan);
   return comm->plans.emplace(key, plan).first->second;
 }
 
+}  // namespace
+
 Status runCollective(weftComm* comm, const CollArgs& args) {
   const uint64_t seq = ++comm->collectiveSeq;
-  const Plan plan = planFor(comm, args);
+  OnlineTrial* trial = onlineTrialFor(comm, args);
+  const Plan plan = trial ? trial->next() : planFor(comm, args);
+  const auto start =
+      trial ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   AlgoFn run = findAlgorithm(args.coll, plan.algo);
   if (run == nullptr) {
     return internalError(std::string("no algorithm ") + algoName(plan.algo) + " for " +
@@ -76,8 +85,14 @@ Status runCollective(weftComm* comm, const CollArgs& args) {
                       args, plan);
   Status result = run(context);
   if (result.isOk()) result = context.waitAll();
+  if (result.isOk() && trial) {
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    result = finishTrialCall(comm, args, trial, took.count());
+  }
   return result;
 }
+
+namespace {
 
 void postPointToPoint(weftComm* comm, const CollArgs& args) {
   const bool sending = args.coll == CollType::kSend;

@@ -114,6 +114,9 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
     return invalidArgument("WEFT_TUNE_CALIBRATE must be 0, 1 or 2");
   out->calibrate = static_cast<int>(calibrate);
   out->tuneFile = env::getString("WEFT_TUNE_FILE");
+  int64_t online = 0;
+  WEFT_TRY(env::getBounded("WEFT_TUNE_ONLINE", 0, 100, &online));
+  out->onlineCalls = static_cast<int>(online);
   return parseAlgoOverrides(env::getString("WEFT_ALGO"), &out->algos);
 }
 

@@ -26,6 +26,7 @@ struct CommConfig {
   tune::CostParams costs;  // the tuner's link costs
   int calibrate = 0;       // 1: measure links at init unless cached; 2: always measure
   std::string tuneFile;    // WEFT_TUNE_FILE: tuning tables ("" = the default search path)
+  int onlineCalls = 0;     // WEFT_TUNE_ONLINE: timed calls per candidate in online trials (0: off)
 };
 
 // config may be NULL. Errors name the offending field or variable.

@@ -66,6 +66,20 @@ TEST_CASE("the tuner's own choices on several nodes", "[threads][two_level]") {
   checkLayout(layout, options);
 }
 
+TEST_CASE("online trials try close candidates and every rank settles on one", "[threads][two_level]") {
+  // Every shape the model ranks close gets trial calls with different algorithms; results must
+  // stay right throughout, and ranks that settled on different winners would deadlock (the
+  // matrix's deadline fails the test).
+  const char* layout = GENERATE("AABB", "ABAB", "AABBBC");
+  const char* calls = GENERATE("1", "2");
+  CAPTURE(layout, calls);
+  ScopedEnv online("WEFT_TUNE_ONLINE", calls);
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce, Coll::kBroadcast, Coll::kAllGather};
+  options.types = {weftFloat32, weftInt32};
+  checkLayout(layout, options);
+}
+
 TEST_CASE("links calibrated at init and cached by rank 0", "[threads][two_level]") {
   std::string cache = "/tmp/weft_calibration_test_" + std::to_string(getpid());
   ScopedEnv where("XDG_CACHE_HOME", cache.c_str());

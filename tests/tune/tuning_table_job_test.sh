@@ -3,7 +3,7 @@
 # layout; a job started with a table follows its rules; ranks given different tables fail
 # together, naming the ranks, instead of waiting on each other; a table measured on another
 # layout is refused with a warning and the job runs on the model; weft_tune explain reads the
-# table and says why its choice won.
+# table and says why its choice won; on several nodes, online trials settle on a winner.
 #
 #   tuning_table_job_test.sh local   WEFTRUN    WEFT_TUNE ALL_REDUCE_PERF   (one host)
 #   tuning_table_job_test.sh cluster CLUSTER_SH WEFT_TUNE ALL_REDUCE_PERF   (2 x 2, interleaved)
@@ -94,6 +94,17 @@ run env WEFT_TUNE_FILE="$dir/other.txt" "$perf" -b 16 -e 64 -n 1 -w 0 -c 1 >"$di
 ((status == 0)) || { show "$dir/other.log"; fail "the job with another layout's table exited $status"; }
 grep -q "WEFT_TUNE_FILE has no table for this layout ('$layout')" "$dir/other.log" ||
   { show "$dir/other.log"; fail "no warning about the other layout's table"; }
+
+# Online trials (several nodes only: one host keeps its measured size rules): the job settles on
+# a winner per size, and its results are right throughout (-c 1 checks every iteration).
+if [[ "$mode" == cluster ]]; then
+  status=0
+  run env -u WEFT_TUNE_FILE XDG_CONFIG_HOME="$dir/none" WEFT_TUNE_ONLINE=2 WEFT_DEBUG=INFO "$perf" \
+    -b 4K -e 256K -f 8 -n 12 -w 2 -c 1 >"$dir/online.log" 2>&1 || status=$?
+  ((status == 0)) || { show "$dir/online.log"; fail "the job with online trials exited $status"; }
+  grep -q "allreduce of 262144 bytes (float32): .* after online trials" "$dir/online.log" ||
+    { show "$dir/online.log"; fail "no online trial settled at 256 KiB"; }
+fi
 
 # explain: the table's choice and why.
 "$tune" explain --coll allreduce --bytes 4K --table "$dir/ring.txt" >"$dir/explain.log" 2>&1 ||
