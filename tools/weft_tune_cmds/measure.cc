@@ -268,6 +268,45 @@ std::string nowText() {
   return text;
 }
 
+// The model's prediction for a measured candidate (negative where it has none).
+double predicted(const TableMeasurement& entry, const weft::Layout& layout) {
+  if (layout.nodes.nodes() <= 1) return -1;
+  weft::CollArgs args;
+  args.coll = entry.coll;
+  args.type = weftFloat32;
+  args.count = entry.bytes / sizeof(float);
+  const size_t bytes = weft::callSizes(args, layout.nranks).message;
+  return weft::tune::predictMicros(layout.params, layout.cost, entry.coll, entry.choice.algo,
+                                   entry.choice.inner.value_or(entry.choice.algo), bytes,
+                                   512 * 1024);
+}
+
+// Prediction errors (predicted / measured - 1) of the modelled candidates, for the summary.
+struct ModelErrors {
+  std::vector<double> relative;
+  void add(const TableMeasurement& entry, const weft::Layout& layout) {
+    const double micros = predicted(entry, layout);
+    if (micros > 0 && entry.medianMicros > 0) relative.push_back(micros / entry.medianMicros - 1);
+  }
+  void print() const {
+    if (relative.empty()) {
+      std::printf("# model: no modelled candidates here (one node keeps its size rules)\n");
+      return;
+    }
+    std::vector<double> magnitude;
+    size_t within = 0;
+    for (double error : relative) {
+      magnitude.push_back(std::fabs(error));
+      within += std::fabs(error) <= 0.25;
+    }
+    std::printf(
+        "# model error |predicted / measured - 1| over %zu modelled cells: median %.0f%%, "
+        "within 25%% in %zu (%.0f%%), worst %.0f%%\n",
+        relative.size(), 100 * median(magnitude), within, 100.0 * within / relative.size(),
+        100 * *std::max_element(magnitude.begin(), magnitude.end()));
+  }
+};
+
 void printCell(const std::vector<TableMeasurement>& cell, const weft::Layout& layout) {
   const TableMeasurement* best = &cell.front();
   for (const TableMeasurement& entry : cell) {
@@ -276,6 +315,8 @@ void printCell(const std::vector<TableMeasurement>& cell, const weft::Layout& la
   std::printf("%-14s %10zu  %-40s %10.1f us (spread %.1f%%)", weft::collName(best->coll),
               best->bytes, weft::tune::choiceName(best->choice).c_str(), best->medianMicros,
               best->spreadPercent);
+  const double bestPredicted = predicted(*best, layout);
+  if (bestPredicted > 0) std::printf(" predicted %.1f", bestPredicted);
   // The model's pick for comparison, where it has one.
   weft::CollArgs args;
   args.coll = best->coll;
@@ -284,12 +325,10 @@ void printCell(const std::vector<TableMeasurement>& cell, const weft::Layout& la
   weft::Layout modelOnly = layout;
   modelOnly.table = nullptr;
   weft::Plan plan = weft::choosePlan(args, modelOnly, weft::AlgoOverrides{}, 512 * 1024);
-  AlgoChoice modelChoice{plan.algo, std::nullopt};
   for (const TableMeasurement& entry : cell) {
     if (entry.choice.algo == plan.algo &&
         (!entry.choice.inner || *entry.choice.inner == plan.inner)) {
-      modelChoice = entry.choice;
-      std::printf("  model: %s %.2fx", weft::tune::choiceName(modelChoice).c_str(),
+      std::printf("  model: %s %.2fx", weft::tune::choiceName(entry.choice).c_str(),
                   entry.medianMicros / best->medianMicros);
       break;
     }
@@ -319,18 +358,21 @@ int runMeasure(int argc, char** argv) {
 
   weft::tune::TuningTable table;
   table.layout = fingerprint;
+  ModelErrors errors;
   for (CollType coll : options.colls) {
     for (size_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= options.factor) {
       const size_t count = countFor(coll, bytes, job.nranks);
       if (count > 0) {
         std::vector<TableMeasurement> cell = measureCell(job, options, coll, count);
         if (job.rank == 0) printCell(cell, job.comm->layout);
+        for (const TableMeasurement& entry : cell) errors.add(entry, job.comm->layout);
         table.measured.insert(table.measured.end(), cell.begin(), cell.end());
       }
       if (bytes > options.maxBytes / options.factor) break;
     }
   }
   table.rules = weft::tune::rulesFromMeasurements(table.measured);
+  if (job.rank == 0) errors.print();
   table.comments = {"# weft tuning table (docs/TUNING.md \"Tuning tables\")",
                     "# measured by weft_tune measure on " + nowText() + ", " +
                         std::to_string(options.rounds) + " rounds of " +
