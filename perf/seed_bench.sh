@@ -32,8 +32,8 @@
 #   BUILD [build]  OUT [$BUILD/seed-bench]  LAYOUTS ["4x2 2x4"; KxP or N0+N1+..., e.g. 3+2+1]
 #   NUMBERINGS ["block interleave"]  RATES ["none 1gbit"]
 #   ALGOS ["ring recursive_doubling tree two_level_leader two_level_split rabenseifner auto tuned"]
-#   LIBS ["weft gloo mpi"]  SEED_BYTES [564000]  POINT_ITERS [20]  SWEEP_MIN [16]
-#   SWEEP_MAX [64M]  SWEEP_FACTOR [4]  SWEEP_SPLIT [64K]  SMALL_ITERS [20]  LARGE_ITERS [2]
+#   LIBS ["weft gloo mpi"]  SEED_BYTES [564000]  POINT_ITERS [100]  SWEEP_MIN [16]
+#   SWEEP_MAX [64M]  SWEEP_FACTOR [4]  SWEEP_SPLIT [64K]  SMALL_ITERS [200]  LARGE_ITERS [3]
 #   SWEEP [1; 0 runs the seed size only]  JOB_TIMEOUT [300 s per run]
 #   MEASURE_TIMEOUT [900 s: weft_tune measure, per configuration, for "tuned"]
 #   TUNE_ROUNDS [3]  TUNE_TARGET_MS [20]: weft_tune measure --rounds / --target-ms
@@ -42,9 +42,9 @@
 #   CHECK [1: all_reduce_perf -c, correctness iterations per size, for the seed size and the
 #   small sizes; 0 = off]  LARGE_CHECK [0: the same for the large sizes, where checking 64 MiB
 #   on every rank takes far longer than the timed calls]
-# A default run took roughly 15-20 minutes on a 2-core machine before "tuned" and
-# recursive_doubling joined the default ALGOS (the 1gbit measurements add minutes per
-# configuration); e.g. LAYOUTS=4x2 RATES=none SWEEP=0 takes about a minute.
+# The iteration counts time a ~100 us call over 20 ms per size: with fewer, one scheduler
+# hiccup on a 2-core machine decides a cell. On 2 cores, LAYOUTS=3x2 NUMBERINGS=block RATES=none
+# LIBS="weft mpi" REPEAT=3 takes about 3 minutes; a 1gbit configuration several times that.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${BUILD:-$root/build}" && pwd)"
@@ -55,14 +55,14 @@ rates=(${RATES:-none 1gbit})
 algos=(${ALGOS:-ring recursive_doubling tree two_level_leader two_level_split rabenseifner auto tuned})
 libs=(${LIBS:-weft gloo mpi})
 seed_bytes="${SEED_BYTES:-564000}"
-point_iters="${POINT_ITERS:-20}"
+point_iters="${POINT_ITERS:-100}"
 sweep="${SWEEP:-1}"
 sweep_min="$(numfmt --from=iec "${SWEEP_MIN:-16}")"
 sweep_max="$(numfmt --from=iec "${SWEEP_MAX:-64M}")"
 sweep_split="$(numfmt --from=iec "${SWEEP_SPLIT:-64K}")"
 factor="${SWEEP_FACTOR:-4}"
-small_iters="${SMALL_ITERS:-20}"
-large_iters="${LARGE_ITERS:-2}"
+small_iters="${SMALL_ITERS:-200}"
+large_iters="${LARGE_ITERS:-3}"
 job_timeout="${JOB_TIMEOUT:-300}"
 measure_timeout="${MEASURE_TIMEOUT:-900}"
 tune_rounds="${TUNE_ROUNDS:-3}"
