@@ -15,7 +15,10 @@
 #     iterations, larger ones with LARGE_ITERS (big sizes over a 1 Gbit/s link take seconds each)
 # weft: all_reduce_perf -z 2 -d float -o sum, WEFT_ALGO=allreduce=<algo> per ALGOS entry ("auto":
 # WEFT_ALGO unset, the cost model chooses with WEFT_TUNE_CALIBRATE=2; "tuned": WEFT_ALGO unset,
-# WEFT_TUNE_FILE= the configuration's measured tuning table); the out-of-place time is reported.
+# WEFT_TUNE_FILE= the configuration's measured tuning table; "online": as auto, with
+# WEFT_TUNE_ONLINE=ONLINE_CALLS, and at least ONLINE_WARMUP warm-up calls per size so that the
+# trials (up to 3 candidates x (1 + ONLINE_CALLS) calls) end before the timed calls: its steady
+# state, what a training loop sees after its first steps); the out-of-place time is reported.
 # For "tuned", each configuration first runs weft_tune measure (all-reduce, the sweep's sizes
 # SWEEP_MIN..SWEEP_MAX by SWEEP_FACTOR; the table's rules cover the sizes between them, the seed
 # size too) under the same layout, numbering and rate, before the repetitions: the table goes to
@@ -31,12 +34,13 @@
 # Environment (defaults in brackets):
 #   BUILD [build]  OUT [$BUILD/seed-bench]  LAYOUTS ["4x2 2x4"; KxP or N0+N1+..., e.g. 3+2+1]
 #   NUMBERINGS ["block interleave"]  RATES ["none 1gbit"]
-#   ALGOS ["ring recursive_doubling tree two_level_leader two_level_split rabenseifner auto tuned"]
+#   ALGOS ["ring recursive_doubling tree two_level_leader two_level_split two_level_shm rabenseifner auto tuned"]
 #   LIBS ["weft gloo mpi"]  SEED_BYTES [564000]  POINT_ITERS [100]  SWEEP_MIN [16]
 #   SWEEP_MAX [64M]  SWEEP_FACTOR [4]  SWEEP_SPLIT [64K]  SMALL_ITERS [200]  LARGE_ITERS [3]
 #   SWEEP [1; 0 runs the seed size only]  JOB_TIMEOUT [300 s per run]
 #   MEASURE_TIMEOUT [900 s: weft_tune measure, per configuration, for "tuned"]
 #   TUNE_ROUNDS [3]  TUNE_TARGET_MS [20]: weft_tune measure --rounds / --target-ms
+#   ONLINE_CALLS [3]  ONLINE_WARMUP [13]: "online" (not in the default ALGOS)
 #   REPEAT [1: how many times every library/algorithm runs, taking turns; the tables keep each
 #   one's best time, the most repeatable figure on a noisy machine]
 #   CHECK [1: all_reduce_perf -c, correctness iterations per size, for the seed size and the
@@ -52,7 +56,7 @@ out="${OUT:-$build/seed-bench}"
 layouts=(${LAYOUTS:-4x2 2x4})
 numberings=(${NUMBERINGS:-block interleave})
 rates=(${RATES:-none 1gbit})
-algos=(${ALGOS:-ring recursive_doubling tree two_level_leader two_level_split rabenseifner auto tuned})
+algos=(${ALGOS:-ring recursive_doubling tree two_level_leader two_level_split two_level_shm rabenseifner auto tuned})
 libs=(${LIBS:-weft gloo mpi})
 seed_bytes="${SEED_BYTES:-564000}"
 point_iters="${POINT_ITERS:-100}"
@@ -67,6 +71,8 @@ job_timeout="${JOB_TIMEOUT:-300}"
 measure_timeout="${MEASURE_TIMEOUT:-900}"
 tune_rounds="${TUNE_ROUNDS:-3}"
 tune_target_ms="${TUNE_TARGET_MS:-20}"
+online_calls="${ONLINE_CALLS:-3}"
+online_warmup="${ONLINE_WARMUP:-13}"
 check="${CHECK:-1}"
 repeat="${REPEAT:-1}"
 rep=1
@@ -159,12 +165,15 @@ run_weft() {
   # tuned: the rules of the table measured for this configuration.
   if [[ "$algo" == auto ]]; then
     algo_env+=(WEFT_TUNE_CALIBRATE=2)
+  elif [[ "$algo" == online ]]; then
+    algo_env+=(WEFT_TUNE_CALIBRATE=2 "WEFT_TUNE_ONLINE=$online_calls")
   elif [[ "$algo" == tuned ]]; then
     algo_env=(env -u WEFT_ALGO -u WEFT_TUNE_CALIBRATE "WEFT_TUNE_FILE=$config_dir/table.txt")
   else
     algo_env=(env -u WEFT_TUNE_FILE "WEFT_ALGO=allreduce=$algo")
   fi
   while read -r part lo hi iters warmup part_check; do
+    [[ "$algo" != online ]] || ((warmup >= online_warmup)) || warmup=$online_warmup
     local file="$config_dir/weft_$algo.$part.r$rep.txt"
     if [[ "$algo" == tuned ]] && ((!tuned_ok)); then
       : >"$file.failed"   # no table: shown as "fail"

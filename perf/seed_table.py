@@ -2,8 +2,8 @@
 """Merges the results of perf/seed_bench.sh into markdown: one table per cluster configuration
 (time in microseconds per size, for each weft algorithm, gloo and Open MPI, plus ratios), a
 summary of the seed size across configurations, and a summary of the targets: how close "auto"
-(the cost model) and "tuned" (a measured tuning table) come to the best forced weft algorithm and
-to Open MPI over every configuration and sweep size, with the run-to-run spread when REPEAT > 1.
+(the cost model), "tuned" (a measured tuning table) and "online" (the model refined by online
+trials) come to the best forced weft algorithm and to Open MPI over every configuration and sweep size, with the run-to-run spread when REPEAT > 1.
 
     seed_table.py OUT_DIR
 
@@ -17,9 +17,9 @@ import statistics
 import sys
 
 ORDER = ["ring", "recursive_doubling", "tree", "two_level_leader", "two_level_split",
-         "rabenseifner", "auto", "tuned"]
+         "two_level_shm", "rabenseifner", "auto", "tuned", "online"]
 # Not forced algorithms: the columns "best" (the fastest forced weft algorithm) leaves out.
-CHOOSERS = ("auto", "tuned")
+CHOOSERS = ("auto", "tuned", "online")
 BASELINES = ("gloo", "mpi")
 RESULT_NAME = re.compile(r"^(weft_\w+|gloo|mpi)\.(\w+)(?:\.r\d+)?\.txt(\.failed)?$")
 WITHIN = 1.10     # a target: within 10% of the best forced algorithm
@@ -76,7 +76,7 @@ def load_config(directory, seed):
             if not isinstance(rows.get(size), float) or time < rows[size]:
                 rows[size] = time
 
-    def order(column):  # the usual order, unknown names before auto and tuned
+    def order(column):  # the usual order, unknown names before the choosers
         if column in CHOOSERS:
             return (len(ORDER) + 1 + CHOOSERS.index(column), column)
         return (ORDER.index(column) if column in ORDER else len(ORDER), column)
@@ -117,7 +117,7 @@ def ratio(a, b):
 
 
 def forced(columns):
-    """The forced weft algorithms among columns: every weft column but auto and tuned."""
+    """The forced weft algorithms among columns: every weft column but the choosers."""
     return [c for c in columns if c not in CHOOSERS + BASELINES]
 
 
@@ -130,7 +130,7 @@ def ratio_columns(columns):
             out.append((f"{two_level}/ring", two_level, "ring"))
     if forced(columns):
         out += [(f"{c}/best", c, "best") for c in CHOOSERS if c in columns]
-    for chooser, others in (("auto", BASELINES), ("tuned", ("mpi",))):
+    for chooser, others in (("auto", BASELINES), ("tuned", ("mpi",)), ("online", ("mpi",))):
         if chooser in columns:
             out += [(f"{chooser}/{o}", chooser, o) for o in others if o in columns]
     return out
@@ -260,14 +260,15 @@ def chooser_stats(configs, chooser, cells_of):
 
 
 def targets_summary(configs):
-    """auto and tuned over every configuration and size: within 10% of the best forced
+    """The choosers (auto, tuned, online) over every configuration and size: within 10% of the best forced
     algorithm, the worst ratio, cells beyond 1.25x, cells slower than Open MPI (beyond its
     run-to-run spread when REPEAT left several runs)."""
     on_grid = any(c.seed in c.sweep_sizes for c in configs if c.seed is not None)
     any_sweep = any(c.sweep_sizes for c in configs)
     off_grid_seed = any_sweep and any(c.seed is not None and c.seed not in c.sweep_sizes
                                       for c in configs)
-    lines = ["### targets: auto and tuned, every configuration and size", ""]
+    lines = ["### targets: " + " and ".join(c for c in CHOOSERS if c in all_columns(configs)) +
+             ", every configuration and size", ""]
     if any_sweep:
         lines.append("Cells are configuration x sweep size" +
                      (" (the seed size counts where it lies on the sweep's grid)" if on_grid else

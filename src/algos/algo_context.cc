@@ -51,6 +51,7 @@ AlgoContext::AlgoContext(Fabric& fabric, OpResources& resources, const topo::Nod
     : fabric_(fabric),
       resources_(resources),
       nodes_(nodes),
+      hasWindows_(true),
       rank_(rank),
       nranks_(nranks),
       args_(args),
@@ -66,6 +67,7 @@ AlgoContext::AlgoContext(const AlgoContext& whole, std::vector<int> members, con
       resources_(whole.resources_),
       nodes_(whole.nodes_),
       members_(std::move(members)),
+      hasWindows_(windowsCover(fabric_.windows(), members_)),
       rank_(static_cast<int>(
           std::find(members_.begin(), members_.end(), whole.commRank(whole.rank_)) -
           members_.begin())),
@@ -76,6 +78,14 @@ AlgoContext::AlgoContext(const AlgoContext& whole, std::vector<int> members, con
       blockBytes_(callSizes(args, nranks_).block),
       reducer_(reduce::kernelFor(args.type, args.op)),
       firstPosted_(resources_.posted().size()) {}
+
+bool AlgoContext::windowsCover(const SharedWindows* windows, const std::vector<int>& members) {
+  if (windows == nullptr || windows->localSize() != static_cast<int>(members.size())) return false;
+  for (int index = 0; index < windows->localSize(); ++index) {
+    if (windows->rankOf(index) != members[index]) return false;
+  }
+  return true;
+}
 
 Xfer* AlgoContext::post(Xfer::Kind kind, int peer, void* buf, size_t bytes) {
   peer = commRank(peer);

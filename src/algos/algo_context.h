@@ -65,7 +65,8 @@ class AlgoContext {
               int nranks, const CollArgs& args, const Plan& plan);
   // A view of a sub-group for composed (two-level) algorithms: `members` lists communicator
   // ranks, and the view's rank i is members[i]. The caller's rank must be a member; `args` and
-  // `plan` must outlive the view. Sub-groups never use the shared windows.
+  // `plan` must outlive the view. A sub-group has the shared windows only when its members are
+  // exactly the host's local ranks, in their order (windowsCover): a node's ranks.
   AlgoContext(const AlgoContext& whole, std::vector<int> members, const CollArgs& args,
               const Plan& plan);
 
@@ -94,9 +95,13 @@ class AlgoContext {
 
   void* scratch(size_t bytes) { return resources_.scratch(bytes); }
 
-  // Shared memory of the ranks of this host (nullptr without the shm transport). The direct
-  // algorithms use it only when the whole communicator is on one host.
-  SharedWindows* windows() const { return members_.empty() ? fabric_.windows() : nullptr; }
+  // Shared memory of the ranks of this host (nullptr without the shm transport, and in a
+  // sub-group that is not exactly this host's ranks). The direct algorithms use it only when
+  // every rank of the view shares it (window::available).
+  SharedWindows* windows() const { return hasWindows_ ? fabric_.windows() : nullptr; }
+  // Whether `windows` are shared by exactly `members` (communicator ranks), local index i
+  // being members[i].
+  static bool windowsCover(const SharedWindows* windows, const std::vector<int>& members);
   mem::PeerMappings& peerMappings() { return resources_.peerMappings; }
   // A new round of window use: every local rank numbers its rounds alike, since all run the
   // same operations in the same order.
@@ -121,6 +126,7 @@ class AlgoContext {
   OpResources& resources_;
   const topo::NodeLayout& nodes_;
   std::vector<int> members_;  // empty: the whole communicator
+  bool hasWindows_;           // windows() gives the fabric's windows
   int rank_;
   int nranks_;
   const CollArgs& args_;

@@ -34,6 +34,7 @@ Status allgatherRecursiveDoubling(AlgoContext& context);
 Status allgatherBruck(AlgoContext& context);
 Status allreduceTwoLevelLeader(AlgoContext& context);
 Status allreduceTwoLevelSplit(AlgoContext& context);
+Status allreduceTwoLevelShm(AlgoContext& context);
 Status allgatherTwoLevel(AlgoContext& context);
 Status broadcastTwoLevel(AlgoContext& context);
 

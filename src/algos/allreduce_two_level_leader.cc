@@ -8,16 +8,15 @@
 
 namespace weft {
 
-Status allreduceTwoLevelLeader(AlgoContext& ctx) {
+Status two_level::allreduceViaLeaders(AlgoContext& ctx, AlgoId inNode) {
   const CollArgs& args = ctx.args();
   const topo::NodeLayout& nodes = ctx.nodes();
   const int me = ctx.rank();
   const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[me]];
-  const size_t bytes = ctx.blockBytes();
   const weftRedOp_t op = two_level::partialOp(args.op);
 
   CollArgs toLeader{CollType::kReduce, args.send, args.recv, args.count, args.type, op, 0};
-  WEFT_TRY(two_level::runOn(ctx, node, toLeader, two_level::intraAlgo(bytes)));
+  WEFT_TRY(two_level::runOn(ctx, node, toLeader, inNode));
 
   if (me == node.front()) {
     std::vector<int> leaders;
@@ -28,7 +27,11 @@ Status allreduceTwoLevelLeader(AlgoContext& ctx) {
   }
 
   CollArgs fromLeader{CollType::kBroadcast, args.recv, args.recv, args.count, args.type, op, 0};
-  return two_level::runOn(ctx, node, fromLeader, two_level::intraAlgo(bytes));
+  return two_level::runOn(ctx, node, fromLeader, inNode);
+}
+
+Status allreduceTwoLevelLeader(AlgoContext& ctx) {
+  return two_level::allreduceViaLeaders(ctx, two_level::intraAlgo(ctx.blockBytes()));
 }
 
 }  // namespace weft

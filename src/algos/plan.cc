@@ -21,6 +21,7 @@ constexpr const char* kNames[kNumAlgoIds] = {
     "bruck",
     "two_level_leader",
     "two_level_split",
+    "two_level_shm",
 };
 
 }  // namespace

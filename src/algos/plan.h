@@ -23,13 +23,20 @@ enum class AlgoId : uint8_t {
   kBruck,           // Bruck all-gather: ceil(log2 n) rounds for any n
   kTwoLevelLeader,  // inside each node to a leader, among leaders, back inside
   kTwoLevelSplit,   // reduce-scatter inside, one inter-node all-reduce per local rank, all-gather
+  kTwoLevelShm,     // as kTwoLevelLeader, the stages inside each node on its shared windows
 };
-constexpr int kNumAlgoIds = 15;
+constexpr int kNumAlgoIds = 16;
 
 // Whether an algorithm works on shared windows (and so needs the whole communicator on one
 // host with shared memory).
 inline bool needsSharedWindows(AlgoId algo) {
   return algo == AlgoId::kShmFlat || algo == AlgoId::kShmDirect;
+}
+
+// Whether an algorithm composes a stage inside each node with one among nodes (Plan::inner).
+inline bool isTwoLevel(AlgoId algo) {
+  return algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit ||
+         algo == AlgoId::kTwoLevelShm;
 }
 
 const char* algoName(AlgoId algo);

@@ -36,6 +36,7 @@ constexpr Entry kAlgorithms[] = {
     {CollType::kAllGather, AlgoId::kBruck, allgatherBruck},
     {CollType::kAllReduce, AlgoId::kTwoLevelLeader, allreduceTwoLevelLeader},
     {CollType::kAllReduce, AlgoId::kTwoLevelSplit, allreduceTwoLevelSplit},
+    {CollType::kAllReduce, AlgoId::kTwoLevelShm, allreduceTwoLevelShm},
     {CollType::kAllGather, AlgoId::kTwoLevelLeader, allgatherTwoLevel},
     {CollType::kBroadcast, AlgoId::kTwoLevelLeader, broadcastTwoLevel},
 };

@@ -38,6 +38,11 @@ inline AlgoId intraAlgo(size_t bytes) {
   return bytes > kIntraChainBytes ? AlgoId::kChain : AlgoId::kBinomial;
 }
 
+// The leader schedule of the two-level all-reduces: reduce inside each node to its lowest rank
+// with `inNode`, all-reduce among those leaders with the Plan's inner algorithm, broadcast back
+// inside each node with `inNode`.
+Status allreduceViaLeaders(AlgoContext& ctx, AlgoId inNode);
+
 inline int positionOf(const std::vector<int>& members, int rank) {
   for (size_t i = 0; i < members.size(); ++i) {
     if (members[i] == rank) return static_cast<int>(i);

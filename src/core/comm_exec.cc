@@ -27,7 +27,7 @@ uint64_t tagBaseFor(uint64_t seq) {
 void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
   const size_t bytes = callSizes(args, comm->nranks).message;
   std::string text = algoName(plan.algo);
-  if (plan.algo == AlgoId::kTwoLevelLeader || plan.algo == AlgoId::kTwoLevelSplit) {
+  if (isTwoLevel(plan.algo)) {
     text += std::string("/") + algoName(plan.inner);
   }
   std::vector<Candidate> ranked =

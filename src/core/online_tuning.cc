@@ -25,7 +25,7 @@ double median(std::vector<double> values) {
 
 std::string planName(const Plan& plan) {
   std::string name = algoName(plan.algo);
-  if (plan.algo == AlgoId::kTwoLevelLeader || plan.algo == AlgoId::kTwoLevelSplit) {
+  if (isTwoLevel(plan.algo)) {
     name += std::string("/") + algoName(plan.inner);
   }
   return name;

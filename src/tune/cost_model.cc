@@ -295,6 +295,13 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
       return flat.intraTree(bytes, true) + among.flatAllreduce(inner, bytes) +
              flat.intraTree(bytes, false);
     }
+    if (algo == AlgoId::kTwoLevelShm) {
+      // Each stage inside a node: one flag round per chunk and about two copies of the message
+      // per rank through the windows; the reduction is split P ways.
+      Costing among{params, leaders, sliceBytes, 1, leadersBusy};
+      const double stage = layout.maxPerNode > 1 ? flat.link(0).time(2 * bytes) : 0;
+      return 2 * stage + flat.gamma(bytes / layout.maxPerNode) + among.flatAllreduce(inner, bytes);
+    }
     if (algo == AlgoId::kTwoLevelSplit) {
       const int parts = layout.minPerNode;
       const double part = bytes / parts;

@@ -176,7 +176,7 @@ Candidate bestVariant(CollType coll, AlgoId algo, size_t bytes, const Layout& la
                       size_t sliceBytes) {
   const std::vector<AlgoId> inners = tune::innerAlgos(coll);
   Candidate best{algo, inners.empty() ? AlgoId::kRing : inners.front(), -1};
-  const bool twoLevel = algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit;
+  const bool twoLevel = isTwoLevel(algo);
   for (AlgoId inner : twoLevel ? inners : std::vector<AlgoId>{best.inner}) {
     double micros =
         tune::predictMicros(layout.params, layout.cost, coll, algo, inner, bytes, sliceBytes);
@@ -267,8 +267,10 @@ std::vector<tune::AlgoChoice> runnableChoices(CollType coll, size_t callBytes,
     if (needsSharedWindows(algo) && !(layout.oneHostShm && layout.nranks > 1)) continue;
     // Above one window area shm_flat runs as shm_direct (choosePlan): nothing new to time.
     if (algo == AlgoId::kShmFlat && callBytes > layout.windowAreaBytes) continue;
-    if (algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit) {
+    if (isTwoLevel(algo)) {
       if (!twoLevelUseful) continue;
+      // Without shared memory between node-mates it runs as two_level_leader: nothing new.
+      if (algo == AlgoId::kTwoLevelShm && !layout.cost.intraShm) continue;
       const std::vector<AlgoId> inners = tune::innerAlgos(coll);
       if (inners.empty()) choices.push_back({algo, std::nullopt});
       for (AlgoId inner : inners) choices.push_back({algo, inner});

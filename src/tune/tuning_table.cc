@@ -16,10 +16,6 @@ namespace {
 constexpr const char* kMagic = "weft-tuning";
 constexpr int kVersion = 1;
 
-bool isTwoLevel(AlgoId algo) {
-  return algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit;
-}
-
 bool collFromName(const std::string& name, CollType* out) {
   for (int i = 0; i < kNumCollTypes; ++i) {
     if (name == collName(static_cast<CollType>(i))) {

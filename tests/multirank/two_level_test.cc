@@ -31,7 +31,7 @@ TEST_CASE("two-level algorithms on even, uneven and interleaved nodes", "[thread
   const char* algos = GENERATE(
       "allreduce=two_level_leader,allgather=two_level_leader,"
       "broadcast=two_level_leader",
-      "allreduce=two_level_split");
+      "allreduce=two_level_split", "allreduce=two_level_shm");
   const char* layout =
       GENERATE("A", "AB", "AABB", "ABAB", "AABBCCDD", "ABCDABCD", "AAAB", "AABAC", "BAAB", "AAA");
   const char* slices = GENERATE("256", "524288");
@@ -66,7 +66,8 @@ TEST_CASE("the tuner's own choices on several nodes", "[threads][two_level]") {
   checkLayout(layout, options);
 }
 
-TEST_CASE("online trials try close candidates and every rank settles on one", "[threads][two_level]") {
+TEST_CASE("online trials try close candidates and every rank settles on one",
+          "[threads][two_level]") {
   // Every shape the model ranks close gets trial calls with different algorithms; results must
   // stay right throughout, and ranks that settled on different winners would deadlock (the
   // matrix's deadline fails the test).

@@ -179,7 +179,7 @@ int runExplain(int argc, char** argv) {
   }
 
   AlgoChoice chosen{plan.algo, std::nullopt};
-  if (plan.algo == AlgoId::kTwoLevelLeader || plan.algo == AlgoId::kTwoLevelSplit) {
+  if (isTwoLevel(plan.algo)) {
     chosen.inner = plan.inner;
   }
   std::printf("\nchoice: %s\n", weft::tune::choiceName(chosen).c_str());
@@ -215,7 +215,7 @@ int runExplain(int argc, char** argv) {
         }
       }
       AlgoChoice modelChoice{modelPlan.algo, std::nullopt};
-      if (modelPlan.algo == AlgoId::kTwoLevelLeader || modelPlan.algo == AlgoId::kTwoLevelSplit) {
+      if (isTwoLevel(modelPlan.algo)) {
         modelChoice.inner = modelPlan.inner;
       }
       std::printf("without the table the model would choose %s",

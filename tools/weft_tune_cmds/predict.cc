@@ -152,7 +152,7 @@ int runPredict(int argc, char** argv) {
       std::printf(" %.1f%s |", micros, algo == plan.algo ? "*" : "");
     }
     std::string choice = weft::algoName(plan.algo);
-    if (plan.algo == AlgoId::kTwoLevelLeader || plan.algo == AlgoId::kTwoLevelSplit) {
+    if (isTwoLevel(plan.algo)) {
       choice += std::string("/") + weft::algoName(plan.inner);
     }
     if (ranked.empty()) choice += " (one-node size rule)";
