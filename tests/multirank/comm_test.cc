@@ -207,9 +207,14 @@ TEST_CASE("after a failure, a new communicator works in the same processes", "[c
   std::vector<float> restarted(n, 0);
   weftUniqueId second;
   REQUIRE(weftGetUniqueId(&second) == weftSuccess);
+  // Init returning on rank 2 does not mean it returned everywhere: a rank still finishing its
+  // init when rank 2 aborts would fail its init, not the collective this test is about.
+  std::atomic<int> initialized{0};
   std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
     float one = 1;
+    ++initialized;
     if (rank == 2) {
+      while (initialized.load() < n) std::this_thread::yield();
       weftCommAbort(comm);
       failed[rank] = weftRemoteError;
     } else {
