@@ -116,7 +116,10 @@ class RootServerImpl final : public RootServer {
 };
 
 Status RootServerImpl::init(const net::SocketAddress& address) {
-  WEFT_TRY(net::listenOn(address, 1024, &listener_, &bound_).withContext("rendezvous root"));
+  // The ranks dial the root's port while it starts, and one may hold the port for a moment.
+  const Deadline busyUntil = Deadline::earliest(deadline_, Deadline::after(5000));
+  WEFT_TRY(
+      net::listenOn(address, 1024, &listener_, &bound_, busyUntil).withContext("rendezvous root"));
   epoll_ = net::Socket(epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_.isOpen()) return systemError("epoll_create1", errno);
   wakeFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -93,7 +93,8 @@ void Socket::close() {
   fd_ = -1;
 }
 
-Status listenOn(const SocketAddress& address, int backlog, Socket* out, SocketAddress* bound) {
+Status listenOn(const SocketAddress& address, int backlog, Socket* out, SocketAddress* bound,
+                Deadline busyUntil) {
   if (!address.isValid()) return invalidArgument("listenOn: the address is not set");
   Socket sock(socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!sock.isOpen()) return systemError("socket for listening on " + address.toString(), errno);
@@ -107,8 +108,15 @@ Status listenOn(const SocketAddress& address, int backlog, Socket* out, SocketAd
       setsockopt(sock.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) {
     return systemError("IPV6_V6ONLY on " + address.toString(), errno);
   }
-  if (bind(sock.fd(), address.get(), address.length()) != 0) {
-    return systemError("bind to " + address.toString(), errno);
+  while (bind(sock.fd(), address.get(), address.length()) != 0) {
+    const int err = errno;
+    // A client on this host that dials a fixed port before anyone listens there can be given
+    // that very port as its own ephemeral one (a self-connection, which it drops at once): the
+    // port is busy only for that moment, so a fixed port is tried again until busyUntil.
+    if (err != EADDRINUSE || address.port() == 0 || busyUntil.expired()) {
+      return systemError("bind to " + address.toString(), err);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (listen(sock.fd(), backlog) != 0) return systemError("listen on " + address.toString(), errno);
   if (bound != nullptr) {

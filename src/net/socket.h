@@ -36,8 +36,10 @@ class Socket {
 };
 
 // Binds and listens (SO_REUSEADDR, non-blocking, close-on-exec). Port 0 picks an ephemeral port;
-// *bound receives the actual address.
-Status listenOn(const SocketAddress& address, int backlog, Socket* out, SocketAddress* bound);
+// *bound receives the actual address. A fixed port that is in use is tried again until busyUntil
+// (by default, not at all).
+Status listenOn(const SocketAddress& address, int backlog, Socket* out, SocketAddress* bound,
+                Deadline busyUntil = Deadline::after(0));
 // Connects, retrying refused/unreachable attempts with backoff until the deadline (the peer may
 // not be listening yet). The socket is non-blocking with TCP_NODELAY on return.
 Status connectTo(const SocketAddress& address, Deadline deadline, Socket* out);

@@ -51,6 +51,34 @@ TEST_CASE("listenOn binds an ephemeral port, non-blocking and close-on-exec", "[
   CHECK(busy.message().find(bound.toString()) != std::string::npos);
 }
 
+TEST_CASE("listenOn waits for a fixed port that is busy for a moment, until busyUntil",
+          "[net][socket]") {
+  // A bound socket without SO_REUSEADDR keeps the port, as a client's self-connection would.
+  SocketAddress address;
+  int holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(holder >= 0);
+  {
+    Socket probe;
+    REQUIRE(weft::net::listenOn(loopback(), 1, &probe, &address).isOk());
+  }
+  REQUIRE(bind(holder, address.get(), address.length()) == 0);
+
+  Socket refused;
+  Status noWait = weft::net::listenOn(address, 4, &refused, nullptr);
+  CHECK(noWait.code() == weftSystemError);
+  CHECK(noWait.message().find("in use") != std::string::npos);
+
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::close(holder);
+  });
+  Socket listener;
+  Status waited = weft::net::listenOn(address, 4, &listener, nullptr, Deadline::after(3000));
+  release.join();
+  INFO(waited.message());
+  CHECK(waited.isOk());
+}
+
 TEST_CASE("Socket is move-only and closes its descriptor", "[net][socket]") {
   int fds[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
