@@ -40,4 +40,10 @@ bool algoFromName(const char* name, AlgoId* out) {
   return false;
 }
 
+std::string planName(const Plan& plan) {
+  std::string name = algoName(plan.algo);
+  if (isTwoLevel(plan.algo)) name.append("/").append(algoName(plan.inner));
+  return name;
+}
+
 }  // namespace weft

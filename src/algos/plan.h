@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace weft {
 
@@ -42,6 +43,10 @@ inline bool isTwoLevel(AlgoId algo) {
 const char* algoName(AlgoId algo);
 // By name ("ring", "recursive_doubling", ...); false when unknown.
 bool algoFromName(const char* name, AlgoId* out);
+
+struct Plan;
+// The algorithm's name, with the stage among nodes for a two-level one ("two_level_leader/ring").
+std::string planName(const Plan& plan);
 
 struct Plan {
   AlgoId algo = AlgoId::kRing;

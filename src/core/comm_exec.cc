@@ -26,10 +26,7 @@ uint64_t tagBaseFor(uint64_t seq) {
 // "two_level_leader/ring 812 us (ring 1630, tree 900, ...)": the choice and the alternatives.
 void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
   const size_t bytes = callSizes(args, comm->nranks).message;
-  std::string text = algoName(plan.algo);
-  if (isTwoLevel(plan.algo)) {
-    text += std::string("/") + algoName(plan.inner);
-  }
+  std::string text = planName(plan);
   std::vector<Candidate> ranked =
       rankCandidates(args.coll, bytes, comm->layout, comm->config.sliceBytes);
   if (ranked.empty()) {

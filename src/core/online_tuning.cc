@@ -23,14 +23,6 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-std::string planName(const Plan& plan) {
-  std::string name = algoName(plan.algo);
-  if (isTwoLevel(plan.algo)) {
-    name += std::string("/") + algoName(plan.inner);
-  }
-  return name;
-}
-
 // The trial for a shape seen for the first time, or none when the model's pick stands alone.
 bool makeTrial(weftComm* comm, const CollArgs& args, OnlineTrial* trial) {
   const Layout& layout = comm->layout;

@@ -151,10 +151,7 @@ int runPredict(int argc, char** argv) {
       }
       std::printf(" %.1f%s |", micros, algo == plan.algo ? "*" : "");
     }
-    std::string choice = weft::algoName(plan.algo);
-    if (isTwoLevel(plan.algo)) {
-      choice += std::string("/") + weft::algoName(plan.inner);
-    }
+    std::string choice = weft::planName(plan);
     if (ranked.empty()) choice += " (one-node size rule)";
     std::printf(" %s |\n", choice.c_str());
     if (!previous.empty() && choice != previous) {
