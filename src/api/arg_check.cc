@@ -47,7 +47,9 @@ Status checkCall(const char* fn, const weftComm& comm, const RawCall& call, Coll
   const size_t elementBytes = weft::typeSize(args.type);
   const size_t ranks = static_cast<size_t>(comm.nranks);
   // Checked against count * nranks elements, the largest buffer any collective implies.
-  if (args.count > SIZE_MAX / elementBytes / ranks) {
+  size_t largest = 0;
+  if (__builtin_mul_overflow(args.count, elementBytes, &largest) ||
+      __builtin_mul_overflow(largest, ranks, &largest)) {
     return invalidArgument(name() + ": count " + std::to_string(args.count) +
                            " overflows the addressable size");
   }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "api/handles.h"
+#include "core/small_call.h"
 #include "cuda/buffer_kind.h"
 #include "cuda/stream_order.h"
 
@@ -59,7 +60,11 @@ weftResult_t submit(weftComm* comm, const CollArgs& args, weftRequest_t* request
     return weftSuccess;
   }
   if (comm->failed.load()) return report(comm, commFailure(comm));
-  if (request == nullptr) return report(comm, comm->executor->runBlocking(Op::call(args)));
+  if (request == nullptr) {
+    Status ran;
+    if (runSmallCall(comm, args, &ran)) return report(comm, ran);
+    return report(comm, comm->executor->runBlocking(Op::call(args)));
+  }
   auto completion = std::make_shared<Completion>();
   *request = makeRequest(completion, comm);
   Op op = Op::call(args);

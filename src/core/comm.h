@@ -107,6 +107,9 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
 Status executeOp(weftComm* comm, const Op& op);
 // Runs one collective of an operation on the executing thread.
 Status runCollective(weftComm* comm, const CollArgs& args);
+// The plan for a call of this shape: chosen (and logged) the first time, then remembered. On the
+// executing thread only.
+const Plan& planFor(weftComm* comm, const CollArgs& call);
 // Replaces the forced algorithms (WEFT_ALGO) and forgets the plans chosen so far, so that
 // `weft_tune measure` can time every candidate on one communicator. Only between calls: nothing
 // may be in flight. Every rank must pass the same overrides.

@@ -46,6 +46,8 @@ void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
             text.c_str());
 }
 
+}  // namespace
+
 const Plan& planFor(weftComm* comm, const CollArgs& call) {
   CollArgs args = call;
   const uint64_t key = planKey(comm, &args);
@@ -59,8 +61,6 @@ const Plan& planFor(weftComm* comm, const CollArgs& call) {
   if (comm->rank == 0 && log::level() >= log::Level::kInfo) logDecision(comm, args, plan);
   return comm->plans.emplace(key, plan).first->second;
 }
-
-}  // namespace
 
 Status runCollective(weftComm* comm, const CollArgs& args) {
   const uint64_t seq = ++comm->collectiveSeq;

@@ -50,11 +50,9 @@ void Executor::notifyFinished() {
 Status Executor::runBlocking(Op op) {
   // The common case: nothing queued or running. Claimed by compare-and-swap, run on this
   // thread, no lock and no allocation.
-  bool idle = false;
-  if (queued_.load() == 0 && running_.compare_exchange_strong(idle, true)) {
+  if (tryBeginInline()) {
     Status result = run_(op);
-    running_.store(false);
-    notifyFinished();
+    endInline();
     return result;
   }
   auto completion = std::make_shared<Completion>();

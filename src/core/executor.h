@@ -67,6 +67,16 @@ class Executor {
   // Runs op and returns its result: at once on this thread when nothing is queued or running
   // (no allocation, no hand-off), else after the operations before it (helping run them).
   Status runBlocking(Op op);
+  // The right to run on this thread now, without an Op: true when nothing is queued or running
+  // (then endInline() must follow, once the caller's work on the communicator is done).
+  bool tryBeginInline() {
+    bool idle = false;
+    return queued_.load() == 0 && running_.compare_exchange_strong(idle, true);
+  }
+  void endInline() {
+    running_.store(false);
+    notifyFinished();
+  }
   void enqueue(Op op);
   // Waits until `completion` is done, helping as described above; false if timeoutMs (>= 0)
   // passed first.

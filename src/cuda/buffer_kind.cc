@@ -63,6 +63,7 @@ Status classifyBuffers(const char* fn, weftComm* comm, CollArgs* args) {
     }
     return Status::ok();
   }
+  if (mode != WEFT_BUFFERS_DEVICE && !api->mayHoldDeviceMemory()) return Status::ok();
   const CallExtents extents = callExtents(*args, comm->nranks, comm->rank);
   Classified send;
   Classified recv;

@@ -75,6 +75,8 @@ class CudaRuntimeApi final : public DeviceApi {
  public:
   const char* name() const override { return "cuda"; }
 
+  bool mayHoldDeviceMemory() override { return driver_.loaded(); }
+
   Status classify(const void* ptr, PointerInfo* out) override {
     *out = PointerInfo{};
     if (ptr == nullptr || !driver_.loaded()) return Status::ok();

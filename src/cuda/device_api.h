@@ -45,6 +45,9 @@ class DeviceApi {
   // Where ptr lives. Must not initialise a GPU runtime in a process that has never used one:
   // memory of such a process is host memory.
   virtual Status classify(const void* ptr, PointerInfo* out) = 0;
+  // False while no pointer can be device memory (no driver in the process yet), so that a call
+  // on host buffers skips classify().
+  virtual bool mayHoldDeviceMemory() { return true; }
   virtual Status deviceCount(int* count) = 0;
   // The calling thread's current device, as cudaSetDevice / cudaGetDevice.
   virtual Status setDevice(int device) = 0;

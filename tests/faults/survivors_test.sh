@@ -10,7 +10,9 @@
 # states and names the stopped one ("rank 2 (...) is stopped"); at least one survivor must say
 # so, and the others name it as the cause their peers reported. Nothing may be left in /dev/shm
 # or the process table.
-#   survivors_test.sh <weftrun> <weft_coll_check> <tcp|shm> <kill|stop> [trials] [ranks]
+# MAX_COUNT bounds each call's count (default 100000); a small one keeps most all-reduces within
+# the small-call path (core/small_call.h), so the victim dies during calls that take it.
+#   survivors_test.sh <weftrun> <weft_coll_check> <tcp|shm> <kill|stop> [trials] [ranks] [max_count]
 set -euo pipefail
 weftrun="$1"
 check="$2"
@@ -18,11 +20,12 @@ transport="$3"
 mode="$4"
 trials="${5:-10}"
 ranks="${6:-4}"
+max_count="${7:-100000}"
 timeout_s=3
 case "$mode" in
   kill) signal=KILL min_ms=0 limit_ms=2000 ;;  # RELIABILITY.md: detection within 2 s of a death
   stop) signal=STOP min_ms=$((timeout_s * 1000 - 500)) limit_ms=$((timeout_s * 1000 + 2000)) ;;
-  *) echo "usage: survivors_test.sh <weftrun> <checker> <tcp|shm> <kill|stop> [trials] [ranks]" >&2; exit 2 ;;
+  *) echo "usage: survivors_test.sh <weftrun> <checker> <tcp|shm> <kill|stop> [trials] [ranks] [max_count]" >&2; exit 2 ;;
 esac
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
@@ -55,7 +58,7 @@ children() { cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . |
 for ((trial = 1; trial <= trials; ++trial)); do
   log="$work/log.$trial"
   WEFT_TRANSPORT="$transport" WEFT_TIMEOUT=$timeout_s "$weftrun" --keep-going --tag-output --timeout 120 \
-    -n "$ranks" "$check" --random 1000000 "$trial" 100000 >"$log" 2>&1 &
+    -n "$ranks" "$check" --random 1000000 "$trial" "$max_count" >"$log" 2>&1 &
   launcher=$!
   # Every rank started and past init (it takes well under a second), then a random moment of
   # the loop of calls.

@@ -1,0 +1,47 @@
+#include "core/small_call.h"
+
+#include "algos/algo_context.h"
+#include "algos/algorithms.h"
+#include "base/log.h"
+#include "core/comm.h"
+
+namespace weft {
+namespace {
+
+bool qualifies(const weftComm* comm, const CollArgs& args) {
+  if (args.coll != CollType::kAllReduce || args.deviceBuffers || comm->nranks < 2) return false;
+  if (comm->config.checkMode || comm->config.onlineCalls > 0) return false;
+  const SharedWindows* windows = comm->fabric->windows();
+  return windows != nullptr && windows->localSize() == comm->nranks &&
+         args.count * typeSize(args.type) <= SharedWindows::kFlagPayloadBytes;
+}
+
+}  // namespace
+
+bool runSmallCall(weftComm* comm, const CollArgs& args, Status* result) {
+  if (!qualifies(comm, args)) return false;
+  Executor& executor = *comm->executor;
+  if (!executor.tryBeginInline()) return false;
+  // Checked once this thread runs: a failure or registration that came first must be seen.
+  const bool clear =
+      !comm->failed.load() && !comm->registrationChangesPending.load(std::memory_order_acquire);
+  const Plan* plan = clear ? &planFor(comm, args) : nullptr;
+  if (plan == nullptr || plan->algo != AlgoId::kShmFlat) {
+    executor.endInline();
+    return false;
+  }
+  const uint64_t seq = ++comm->collectiveSeq;
+  comm->fabric->setCurrentOp("allreduce", seq, "shm_flat");
+  WEFT_TRACE("rank %d: allreduce #%llu shm_flat count %zu %s (small-call path)", comm->rank,
+             static_cast<unsigned long long>(seq), args.count, typeName(args.type));
+  AlgoContext context(*comm->fabric, *comm->resources, comm->layout.nodes, comm->rank, comm->nranks,
+                      args, *plan);
+  Status status = allreduceShmFlat(context);
+  comm->fabric->operationDone();
+  if (!status.isOk()) markFailed(comm, status);
+  executor.endInline();
+  *result = std::move(status);
+  return true;
+}
+
+}  // namespace weft

@@ -1,0 +1,143 @@
+// The small-call path (core/small_call.h): blocking all-reduces of at most 56 bytes among ranks
+// on one host's windows run without the executor's operation. These check that it gives the
+// general path's results at and around its size limit, keeps the order of calls queued before
+// it, and stands aside where another algorithm or a check mode applies. Its errors (a timeout
+// naming the silent peer, an abort from another thread) are checked in comm_test.cc, whose
+// 4-byte calls take this path, and a killed peer in tests/faults (faults.survivors.small).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "multirank/rank_threads.h"
+#include "scoped_env.h"
+
+namespace weft::test {
+namespace {
+
+// Element i of rank r is r + 1 + i % 16: small integers, exact in every type used here (int8
+// sums included).
+int offsetOf(size_t i) {
+  return static_cast<int>(i % 16);
+}
+
+template <typename T>
+std::vector<T> inputOf(int rank, size_t count) {
+  std::vector<T> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = static_cast<T>(rank + 1 + offsetOf(i));
+  return values;
+}
+
+template <typename T>
+T expected(weftRedOp_t op, int nranks, size_t i) {
+  const int first = 1 + offsetOf(i);
+  const int last = nranks + offsetOf(i);
+  switch (op) {
+    case weftSum:
+      return static_cast<T>((first + last) * nranks / 2);
+    case weftMax:
+      return static_cast<T>(last);
+    case weftMin:
+      return static_cast<T>(first);
+    default:
+      return T{};
+  }
+}
+
+// Counts of T around the 56-byte limit: below, at and just past it.
+template <typename T>
+std::vector<size_t> countsAroundLimit() {
+  const size_t limit = 56 / sizeof(T);
+  return {1, limit - 1, limit, limit + 1, 4 * limit};
+}
+
+template <typename T>
+void checkAllOps(weftComm_t comm, int rank, int nranks, weftDataType_t type,
+                 std::atomic<int>* wrong, std::string* first) {
+  for (weftRedOp_t op : {weftSum, weftMax, weftMin}) {
+    for (size_t count : countsAroundLimit<T>()) {
+      for (bool inPlace : {false, true}) {
+        std::vector<T> send = inputOf<T>(rank, count);
+        std::vector<T> recv(count, T{});
+        T* out = inPlace ? send.data() : recv.data();
+        const weftResult_t result = weftAllReduce(send.data(), out, count, type, op, comm, nullptr);
+        bool good = result == weftSuccess;
+        for (size_t i = 0; good && i < count; ++i) good = out[i] == expected<T>(op, nranks, i);
+        if (!good && wrong->fetch_add(1) == 0) {
+          *first = "type " + std::to_string(type) + " op " + std::to_string(op) + " count " +
+                   std::to_string(count) + (inPlace ? " in place" : "") + ": result " +
+                   std::to_string(result) + " " + weftGetLastError(comm);
+        }
+      }
+    }
+  }
+}
+
+void checkSizesAndOps(int nranks) {
+  std::atomic<int> wrong{0};
+  std::string first;
+  std::string init = runAsThreads(nranks, [&](weftComm_t comm, int rank) {
+    checkAllOps<int32_t>(comm, rank, nranks, weftInt32, &wrong, &first);
+    checkAllOps<float>(comm, rank, nranks, weftFloat32, &wrong, &first);
+    checkAllOps<double>(comm, rank, nranks, weftFloat64, &wrong, &first);
+    checkAllOps<int8_t>(comm, rank, nranks, weftInt8, &wrong, &first);
+  });
+  REQUIRE(init.empty());
+  INFO(first);
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("small blocking all-reduces are exact at, below and past the 56-byte limit",
+          "[small_call]") {
+  SECTION("2 ranks") {
+    checkSizesAndOps(2);
+  }
+  SECTION("3 ranks") {
+    checkSizesAndOps(3);
+  }
+}
+
+TEST_CASE("a small blocking all-reduce runs after the non-blocking calls issued before it",
+          "[small_call]") {
+  constexpr int n = 3;
+  constexpr size_t kLarge = 200000;
+  std::atomic<int> wrong{0};
+  std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    for (int round = 0; round < 20; ++round) {
+      // The large call is still queued or running when the small one is issued, so the small
+      // one must wait its turn; it then reads what the large one wrote.
+      std::vector<int32_t> large(kLarge, rank + round);
+      weftRequest_t request = nullptr;
+      if (weftAllReduce(large.data(), large.data(), kLarge, weftInt32, weftSum, comm, &request) !=
+          weftSuccess) {
+        ++wrong;
+        return;
+      }
+      int32_t small[2] = {rank, 1};
+      if (weftAllReduce(small, small, 2, weftInt32, weftSum, comm, nullptr) != weftSuccess) ++wrong;
+      if (weftWait(&request, 30000) != weftSuccess) ++wrong;
+      if (large[kLarge - 1] != 0 + 1 + 2 + n * round) ++wrong;
+      if (small[0] != 0 + 1 + 2 || small[1] != n) ++wrong;
+    }
+  });
+  REQUIRE(init.empty());
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("small all-reduces stay exact where a forced algorithm or check mode applies",
+          "[small_call]") {
+  SECTION("WEFT_ALGO forces ring") {
+    ScopedEnv forced("WEFT_ALGO", "allreduce=ring");
+    checkSizesAndOps(3);
+  }
+  SECTION("WEFT_CHECK compares every call first") {
+    ScopedEnv checking("WEFT_CHECK", "1");
+    checkSizesAndOps(2);
+  }
+}
+
+}  // namespace weft::test
