@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "tune/contenders.h"
 #include "tune/table_search.h"
 #include "weft/weft.h"
 #include "weft_tune_cmds/tune_tool.h"
@@ -40,6 +41,7 @@ struct MeasureOptions {
   int rounds = 3;
   double targetMillis = 20;  // per candidate and round
   double pruneFactor = 3;    // after the first round, drop candidates this much slower
+  int settleRounds = 4;      // at most this many more rounds for candidates too close to call
   std::string out;           // "" = the user's tuning directory
 };
 
@@ -48,7 +50,7 @@ struct MeasureOptions {
                "weft_tune measure: %s\n"
                "usage: <launcher> weft_tune measure [--colls allreduce,broadcast,...] [--min 16]\n"
                "           [--max 64M] [--factor 4] [--rounds 3] [--target-ms 20] [--prune 3]\n"
-               "           [--out FILE]\n"
+               "           [--settle 4] [--out FILE]\n"
                "Run as every rank of the job whose layout should be measured. Sizes are the\n"
                "buffers nccl-tests would report (all-gather: the gathered buffer). The table goes\n"
                "to FILE or to the first directory of the default search path.\n",
@@ -88,6 +90,8 @@ MeasureOptions parseOptions(int argc, char** argv) {
       options.targetMillis = std::atof(value());
     } else if (arg == "--prune") {
       options.pruneFactor = std::atof(value());
+    } else if (arg == "--settle") {
+      options.settleRounds = std::atoi(value());
     } else if (arg == "--out") {
       options.out = value();
     } else if (arg == "-h" || arg == "--help") {
@@ -100,6 +104,7 @@ MeasureOptions parseOptions(int argc, char** argv) {
   if (options.factor < 2) usage("--factor must be >= 2");
   if (!(options.targetMillis > 0)) usage("--target-ms must be > 0");
   if (!(options.pruneFactor >= 1)) usage("--prune must be >= 1");
+  if (options.settleRounds < 0) usage("--settle must be >= 0");
   if (options.minBytes < 4 || options.minBytes > options.maxBytes)
     usage("need 4 <= --min <= --max");
   return options;
@@ -191,10 +196,19 @@ struct Timed {
   std::vector<double> samples;
 };
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+using weft::tune::medianOf;
+
+// One timing of each of `which` (indices into timed), in forward or reverse order.
+void timeRound(const Job& job, CollType coll, size_t count, int iterations,
+               std::vector<Timed>& timed, const std::vector<size_t>& which, bool reverse) {
+  for (size_t k = 0; k < which.size(); ++k) {
+    Timed& entry = timed[which[reverse ? which.size() - 1 - k : k]];
+    const std::string label = weft::tune::choiceName(entry.choice);
+    force(job, coll, entry.choice);
+    check(callOnce(job, coll, count), job.comm, label.c_str());
+    const double mine = timeCalls(job, coll, count, iterations, label);
+    entry.samples.push_back(slowest(job, mine));
+  }
 }
 
 // Every candidate for one collective and size, in alternating rounds.
@@ -220,16 +234,21 @@ std::vector<TableMeasurement> measureCell(const Job& job, const MeasureOptions& 
         best = entry.samples.front();
       }
     }
-    // Alternate the order so that drift over a round does not favour one candidate.
+    std::vector<size_t> kept;
     for (size_t k = 0; k < timed.size(); ++k) {
-      Timed& entry = timed[round % 2 ? timed.size() - 1 - k : k];
-      if (round > 0 && entry.samples.front() > options.pruneFactor * best) continue;
-      const std::string label = weft::tune::choiceName(entry.choice);
-      force(job, coll, entry.choice);
-      check(callOnce(job, coll, count), job.comm, label.c_str());
-      const double mine = timeCalls(job, coll, count, iterations, label);
-      entry.samples.push_back(slowest(job, mine));
+      if (round == 0 || timed[k].samples.front() <= options.pruneFactor * best) kept.push_back(k);
     }
+    // Alternate the order so that drift over a round does not favour one candidate.
+    timeRound(job, coll, count, iterations, timed, kept, round % 2 != 0);
+  }
+  // Rivals whose timings still overlap the leader's get more rounds, alone, until one stands
+  // clear. Every rank holds the same (slowest-rank) timings, so all make the same choices.
+  for (int extra = 0; extra < options.settleRounds; ++extra) {
+    std::vector<std::vector<double>> samples;
+    for (const Timed& entry : timed) samples.push_back(entry.samples);
+    const std::vector<size_t> close = weft::tune::closeContenders(samples);
+    if (close.empty()) break;
+    timeRound(job, coll, count, iterations, timed, close, (options.rounds + extra) % 2 != 0);
   }
   std::vector<TableMeasurement> cell;
   for (const Timed& entry : timed) {
@@ -237,7 +256,7 @@ std::vector<TableMeasurement> measureCell(const Job& job, const MeasureOptions& 
     measured.coll = coll;
     measured.bytes = callBytes;
     measured.choice = entry.choice;
-    measured.medianMicros = median(entry.samples);
+    measured.medianMicros = medianOf(entry.samples);
     const auto [low, high] = std::minmax_element(entry.samples.begin(), entry.samples.end());
     measured.spreadPercent = 100 * (*high - *low) / measured.medianMicros;
     measured.rounds = static_cast<int>(entry.samples.size());
@@ -302,7 +321,7 @@ struct ModelErrors {
     std::printf(
         "# model error |predicted / measured - 1| over %zu modelled cells: median %.0f%%, "
         "within 25%% in %zu (%.0f%%), worst %.0f%%\n",
-        relative.size(), 100 * median(magnitude), within, 100.0 * within / relative.size(),
+        relative.size(), 100 * medianOf(magnitude), within, 100.0 * within / relative.size(),
         100 * *std::max_element(magnitude.begin(), magnitude.end()));
   }
 };
