@@ -6,6 +6,7 @@
 #include "base/datatype.h"
 #include "base/log.h"
 #include "core/comm.h"
+#include "tune/contenders.h"
 #include "tune/select.h"
 
 namespace weft {
@@ -16,12 +17,6 @@ namespace {
 // beyond a third (docs/TUNING.md).
 constexpr double kCloseFactor = 1.5;
 constexpr size_t kMaxCandidates = 3;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 // The trial for a shape seen for the first time, or none when the model's pick stands alone.
 bool makeTrial(weftComm* comm, const CollArgs& args, OnlineTrial* trial) {
@@ -79,7 +74,7 @@ Status finishTrialCall(weftComm* comm, const CollArgs& call, OnlineTrial* trial,
   if (trial->calls < candidates * (1 + static_cast<size_t>(trial->callsEach))) return Status::ok();
   // The slowest rank's median per candidate, the same on every rank.
   std::vector<double> mine, slowest(trial->plans.size());
-  for (const auto& times : trial->micros) mine.push_back(median(times));
+  for (const auto& times : trial->micros) mine.push_back(tune::medianOf(times));
   CollArgs agree;
   agree.coll = CollType::kAllReduce;
   agree.type = weftFloat64;

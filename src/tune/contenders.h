@@ -15,6 +15,7 @@ namespace weft::tune {
 // empty list when no other candidate overlaps the leader (the cell is decided).
 std::vector<size_t> closeContenders(const std::vector<std::vector<double>>& samples);
 
+// The median of values (0 when there are none).
 double medianOf(std::vector<double> values);
 
 }  // namespace weft::tune
