@@ -22,12 +22,27 @@ per_run_s=40  # a run takes ~7 s on an idle 2-core machine
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-for backend in weft gloo; do
-  echo "== $backend: $ranks ranks, $steps steps"
+run() {  # backend
   # timeout signals its whole process group, so spawned ranks go too (and the example makes
   # each rank die with its launcher besides).
-  if ! timeout -k 5 "$per_run_s" "$python" "$example" --backend "$backend" --nprocs "$ranks" \
-      --steps "$steps" --warmup 2 --losses-out "$work/$backend.txt" >"$work/$backend.log" 2>&1; then
+  timeout -k 5 "$per_run_s" "$python" "$example" --backend "$1" --nprocs "$ranks" \
+    --steps "$steps" --warmup 2 --losses-out "$work/$1.txt" >"$work/$1.log" 2>&1
+}
+
+for backend in weft gloo; do
+  echo "== $backend: $ranks ranks, $steps steps"
+  status=0
+  run "$backend" || status=$?
+  # gloo is the reference, not the code under test: torch 1.13's gloo rank 0 has been seen to
+  # abort at exit ("terminate called without an active exception") after training completed.
+  # It gets one more run; weft gets none.
+  if ((status != 0)) && [[ "$backend" == gloo ]]; then
+    echo "WARN: the gloo run failed (status $status), running it again; its last lines:" >&2
+    tail -n 3 "$work/gloo.log" >&2
+    status=0
+    run gloo || status=$?
+  fi
+  if ((status != 0)); then
     cat "$work/$backend.log" >&2
     echo "FAIL: the $backend run failed or took over $per_run_s s" >&2
     exit 1
