@@ -64,7 +64,7 @@ class BuildWithCMake(build_py):
     def cmake(self, build_dir, torch):
         args = ["cmake", "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
                 "-DWEFT_BUILD_TESTS=OFF", "-DWEFT_BUILD_PERF=OFF", "-DWEFT_BUILD_EXAMPLES=OFF",
-                "-DWEFT_BUILD_TOOLS=OFF", "-DWEFT_CUDA=OFF",
+                "-DWEFT_BUILD_TOOLS=OFF", "-DWEFT_CUDA=OFF", "-DWEFT_UNITY_BUILD=ON",
                 # The copies in the wheel find each other, wherever pip puts them.
                 "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN/../weft",
                 "-DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON"]

@@ -21,7 +21,7 @@ if [[ "$sanitizers" == *address* ]]; then
             -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG")
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE="$sanitizers" \
-  -DWEFT_BUILD_PERF=OFF -DWEFT_BUILD_EXAMPLES=OFF "${optimise[@]}" >/dev/null
+  -DWEFT_BUILD_PERF=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_UNITY_BUILD=ON "${optimise[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 cd "$build"
 # ThreadSanitizer is the slower of the two (its thread matrices take minutes at 4 ranks): 3

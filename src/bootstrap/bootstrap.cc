@@ -19,10 +19,6 @@ namespace {
 // are served meanwhile).
 constexpr int kStrayTimeoutMs = 5000;
 
-std::string rankName(int rank) {
-  return "rank " + std::to_string(rank);
-}
-
 class RingBootstrap final : public Bootstrap {
  public:
   RingBootstrap(int rank, int nranks, const net::Secret& secret)

@@ -7,16 +7,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "bootstrap/ring_exchange.h"
 #include "net/wire.h"
 
 namespace weft::bootstrap {
 namespace {
 
 constexpr size_t kLengthBytes = 4;
-
-std::string rankName(int rank) {
-  return "rank " + std::to_string(rank);
-}
 
 // A byte queue that is appended at the back and consumed at the front, compacted lazily.
 class ByteQueue {

@@ -7,13 +7,10 @@
 #include <string>
 
 namespace weft::bootstrap {
-namespace {
 
 std::string rankName(int rank) {
   return "rank " + std::to_string(rank);
 }
-
-}  // namespace
 
 Status exchange(Transfer out, Transfer in, Deadline deadline) {
   while (true) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "base/deadline.h"
 #include "base/status.h"
@@ -18,6 +19,9 @@ struct Transfer {
   size_t left;
   int peer;
 };
+
+// "rank 3": how the bootstrap's messages name a peer.
+std::string rankName(int rank);
 
 // Errors name the peer: "rank 3 closed the connection", or what was pending at the deadline.
 Status exchange(Transfer out, Transfer in, Deadline deadline);

@@ -14,7 +14,6 @@
 namespace weft::rdma {
 namespace {
 
-constexpr uint64_t kReceiveBit = 1ull << 63;
 constexpr uint64_t kChannelEvent = ~0ull;
 
 Status protocolError(const std::string& what) {

@@ -22,6 +22,10 @@
 
 namespace weft::rdma {
 
+// Work request ids: receives carry the peer's rank under this bit, writes the peer's rank and
+// the send window's request number (error completions carry nothing else that is valid).
+constexpr uint64_t kReceiveBit = 1ull << 63;
+
 // Per-transfer state, placed in Xfer::scratch.
 struct XferState {
   Xfer* xfer = nullptr;

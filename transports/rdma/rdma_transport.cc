@@ -15,9 +15,6 @@
 namespace weft::rdma {
 namespace {
 
-// Work request ids: receives carry the peer's rank under this bit, writes the peer's rank and
-// the send window's request number (error completions carry nothing else that is valid).
-constexpr uint64_t kReceiveBit = 1ull << 63;
 // A zero-copy message is written in pieces of this size, so that the send queue fills evenly
 // and one large message does not occupy it alone.
 constexpr size_t kZeroCopyPiece = 128 << 10;
