@@ -6,9 +6,12 @@ trained on synthetic 1x28x28 images in 10 classes. The data are seeded, so every
 same samples; each rank trains on its own shard. Rank 0 prints its loss every step, and at the
 end the mean step time, the time DDP's gradient synchronisation took per step (measured in a
 communication hook that does what DDP's default hook does: from this rank's call, and from the
-last rank's call, when all have joined, to the last completion), and the time of a plain blocking
-all-reduce of a tensor the size of the gradient ("standalone all-reduce": DDP overlaps its
-all-reduce with the backward pass, so the hook's figure alone says little about the link).
+last rank's call, when all have joined, to the last completion), how much of that sync the
+backward pass hid (with several buckets: the time an all-reduce was in flight before the last
+bucket's hook call) and how much it left exposed (from the last bucket's hook call, which comes
+when backward has computed every gradient, to the last completion), and the time of a plain
+blocking all-reduce of a tensor the size of the gradient ("standalone all-reduce": DDP overlaps
+its all-reduce with the backward pass, so the hook's figure alone says little about the link).
 
 One command on one machine (the script spawns the ranks; ranks meet on 127.0.0.1):
 
@@ -90,10 +93,24 @@ class SyncTimer:
         self.world_size = world_size
         self.seconds = 0.0
         self.buckets = 0
-        # Wall-clock times (shared by every process of one machine) of the step's first hook
-        # call and last completion: across ranks they give the sync time once all have joined.
-        self.first_call = None
-        self.last_done = None
+        # Wall-clock (hook call, completion) of each bucket of the step: shared by every process
+        # of one machine, so across ranks they give the sync time once all have joined.
+        self.intervals = []
+
+
+def overlap_split(intervals):
+    """(hidden, exposed) seconds of one rank's step: the time some bucket's all-reduce was in
+    flight before the last bucket's hook call (the backward pass ran meanwhile), and the time
+    from that call to the last completion (backward waited)."""
+    last_call = max(call for call, _ in intervals)
+    exposed = max(done for _, done in intervals) - last_call
+    hidden, covered_to = 0.0, float("-inf")
+    for call, done in sorted(intervals):
+        start, end = max(call, covered_to), min(done, last_call)
+        if end > start:
+            hidden += end - start
+        covered_to = max(covered_to, done)
+    return hidden, max(exposed, 0.0)
 
 
 def timed_allreduce_hook(state, bucket):
@@ -101,8 +118,7 @@ def timed_allreduce_hook(state, bucket):
     The then() callback runs where the backend completes the future (gloo's and weft's worker
     threads), right when the all-reduce is done, not when DDP gets round to waiting for it."""
     start = time.perf_counter()
-    if state.first_call is None:
-        state.first_call = time.time()
+    called = time.time()
     tensor = bucket.buffer()
     tensor.div_(state.world_size)
     fut = dist.all_reduce(tensor, group=state.group, async_op=True).get_future()
@@ -110,7 +126,7 @@ def timed_allreduce_hook(state, bucket):
     def done(f):
         state.seconds += time.perf_counter() - start
         state.buckets += 1
-        state.last_done = time.time()
+        state.intervals.append((called, time.time()))
         return f.value()[0]
 
     return fut.then(done)
@@ -176,12 +192,12 @@ def train(rank, world_size, args):
         f"batch {args.batch} per rank, {args.steps} steps, {args.warmup} warm-up")
 
     losses, step_s, hook_s, standalone_s, sync_window = [], [], [], [], []
+    hidden_s, exposed_s = [], []
     for step in range(args.steps):
         first = (step % batches_per_epoch) * args.batch
         x, y = images[first:first + args.batch], labels[first:first + args.batch]
 
-        timer.seconds, timer.buckets = 0.0, 0
-        timer.first_call = timer.last_done = None
+        timer.seconds, timer.buckets, timer.intervals = 0.0, 0, []
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         loss = F.cross_entropy(ddp(x), y)
@@ -189,7 +205,11 @@ def train(rank, world_size, args):
         optimizer.step()
         step_s.append(time.perf_counter() - start)
         hook_s.append(timer.seconds)
-        sync_window.append((timer.first_call, timer.last_done))
+        sync_window.append((min(call for call, _ in timer.intervals),
+                            max(done for _, done in timer.intervals)))
+        hidden, exposed = overlap_split(timer.intervals)
+        hidden_s.append(hidden)
+        exposed_s.append(exposed)
 
         # After the step, not inside it, so it does not inflate the step time; the ranks left
         # DDP's all-reduce together, so little of this is one rank waiting for another.
@@ -207,7 +227,8 @@ def train(rank, world_size, args):
         return sum(kept) / len(kept) if kept else float("nan")
 
     # Every rank's means, so the report shows how far the ranks differ, not only rank 0.
-    mine = torch.tensor([mean(step_s), mean(hook_s), mean(standalone_s)], dtype=torch.float64)
+    mine = torch.tensor([mean(step_s), mean(hook_s), mean(standalone_s), mean(hidden_s),
+                         mean(exposed_s)], dtype=torch.float64)
     gathered = [torch.zeros_like(mine) for _ in range(world_size)]
     dist.all_gather(gathered, mine)
     per_rank = [g.tolist() for g in gathered]
@@ -221,16 +242,23 @@ def train(rank, world_size, args):
     stacked = torch.stack(all_windows)  # [rank, step, (first call, last done)]
     joined_s = (stacked[:, :, 1].max(dim=0).values - stacked[:, :, 0].max(dim=0).values).tolist()
 
+    # Hidden and exposed sync: every rank's own, averaged over the ranks.
+    mean_hidden = sum(r[3] for r in per_rank) / world_size
+    mean_exposed = sum(r[4] for r in per_rank) / world_size
+
     if rank == 0:
         measured = args.steps - args.warmup
         print(f"means over {measured} steps (after {args.warmup} warm-up), rank 0: "
               f"step {mean(step_s) * 1e3:.3f} ms, "
               f"gradient sync (hook) {mean(hook_s) * 1e3:.3f} ms, "
               f"gradient sync once all ranks joined {mean(joined_s) * 1e3:.3f} ms, "
-              f"standalone all-reduce {mean(standalone_s) * 1e3:.3f} ms")
-        for r, (s, h, a) in enumerate(per_rank):
+              f"standalone all-reduce {mean(standalone_s) * 1e3:.3f} ms, "
+              f"sync hidden by backward {mean_hidden * 1e3:.3f} ms, "
+              f"exposed {mean_exposed * 1e3:.3f} ms (all ranks)")
+        for r, (s, h, a, hid, exp) in enumerate(per_rank):
             print(f"  rank {r}: step {s * 1e3:.3f} ms, hook {h * 1e3:.3f} ms, "
-                  f"standalone {a * 1e3:.3f} ms")
+                  f"standalone {a * 1e3:.3f} ms, hidden {hid * 1e3:.3f} ms, "
+                  f"exposed {exp * 1e3:.3f} ms")
         if args.losses_out:
             with open(args.losses_out, "w") as f:
                 f.writelines(f"{value!r}\n" for value in losses)
@@ -244,11 +272,14 @@ def train(rank, world_size, args):
                     "mean_step_s": mean(step_s), "mean_hook_sync_s": mean(hook_s),
                     "mean_sync_after_all_joined_s": mean(joined_s),
                     "mean_standalone_allreduce_s": mean(standalone_s),
+                    "mean_sync_hidden_s": mean_hidden, "mean_sync_exposed_s": mean_exposed,
                     "per_rank_means_s": [
-                        {"rank": r, "step": s, "hook_sync": h, "standalone_allreduce": a}
-                        for r, (s, h, a) in enumerate(per_rank)],
+                        {"rank": r, "step": s, "hook_sync": h, "standalone_allreduce": a,
+                         "sync_hidden": hid, "sync_exposed": exp}
+                        for r, (s, h, a, hid, exp) in enumerate(per_rank)],
                     "step_s": step_s, "hook_sync_s": hook_s, "sync_after_all_joined_s": joined_s,
                     "standalone_allreduce_s": standalone_s,
+                    "sync_hidden_s": hidden_s, "sync_exposed_s": exposed_s,
                     "losses": losses,
                 }, f, indent=1)
                 f.write("\n")

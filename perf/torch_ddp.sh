@@ -11,12 +11,14 @@
 #   perf/torch_ddp.sh                 # every layout
 #   LAYOUTS=cluster STEPS=100 perf/torch_ddp.sh
 #
-# LAYOUTS: local, cluster (block numbering), cluster_interleave. BUCKET_MB (default 25: the
-# whole gradient in one bucket) is DDP's bucket cap, e.g. 0.1 for several buckets that overlap
-# the backward pass. Prints one line per run and a table of means: step time, gradient sync as
-# the hook sees it (from this rank's call), gradient sync once every rank has joined, and a
-# standalone blocking all-reduce of the gradient's size through torch. Results (JSON per run and
-# the table) go to $OUT (default perf/results/torch_ddp).
+# LAYOUTS: local, cluster (block numbering), cluster_interleave, pair (2 emulated nodes x 1 rank:
+# on 2 cores every rank has a core of its own). BUCKET_MB (default 25: the whole gradient in one
+# bucket) is DDP's bucket cap, e.g. 0.1 for several buckets that overlap the backward pass.
+# Prints one line per run and a table of means: step time, gradient sync as the hook sees it
+# (from this rank's call), gradient sync once every rank has joined, the sync hidden by the
+# backward pass and the sync left exposed after it, and a standalone blocking all-reduce of the
+# gradient's size through torch. Results (JSON per run and the table) go to $OUT (default
+# perf/results/torch_ddp).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${WEFT_BUILD_DIR:-$root/build}"
@@ -42,6 +44,17 @@ numbering() {  # layout
   [[ "$1" == cluster_interleave ]] && echo interleave || echo block
 }
 
+cluster() {  # layout command...: run on the layout's emulated nodes
+  local layout=$1
+  shift
+  if [[ "$layout" == pair ]]; then
+    "$root/tests/cluster/cluster.sh" --nodes 2 --ppn 1 --timeout 600 -- "$@"
+  else
+    "$root/tests/cluster/cluster.sh" --nodes 4 --ppn 2 --numbering "$(numbering "$layout")" \
+      --timeout 600 -- "$@"
+  fi
+}
+
 run_ddp() {  # layout config json
   local args=($(config_args "$2") --steps "$steps" --warmup "$warmup" --bucket-cap-mb "$bucket"
     --json-out "$3")
@@ -50,8 +63,7 @@ run_ddp() {  # layout config json
       "${args[@]}" | grep "^means"
   else
     # MASTER_PORT is free in every node's own namespace; the JSON is written by rank 0 on node0.
-    "$root/tests/cluster/cluster.sh" --nodes 4 --ppn 2 --numbering "$(numbering "$1")" \
-      --timeout 600 -- "$root/tests/cluster/torch_env.sh" "$python" "$example" "${args[@]}" |
+    cluster "$1" "$root/tests/cluster/torch_env.sh" "$python" "$example" "${args[@]}" |
       grep "^means"
   fi
 }
@@ -61,13 +73,12 @@ run_c() {  # layout bytes: weft's blocking in-place C all-reduce time in us
   if [[ "$1" == local ]]; then
     WEFT_SOCKET_IFNAME=lo "$build/tools/weftrun" -n "$nprocs" "${perf[@]}"
   else
-    "$root/tests/cluster/cluster.sh" --nodes 4 --ppn 2 --numbering "$(numbering "$1")" -- \
-      "${perf[@]}"
+    cluster "$1" "${perf[@]}"
   fi | awk -v b="$2" '!/^#/ && $1 == b { print $10; exit }'
 }
 
 for layout in $layouts; do
-  if [[ "$layout" == cluster* ]]; then
+  if [[ "$layout" != local ]]; then
     status=0
     "$root/tests/cluster/cluster.sh" --nodes 1 -- true >/dev/null 2>&1 || status=$?
     if ((status == 77)); then
@@ -95,6 +106,8 @@ out, repeat, layouts = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 configs = ("weft", "gloo", "gloo_two_level")
 keys = [("mean_step_s", "step"), ("mean_hook_sync_s", "sync (hook)"),
         ("mean_sync_after_all_joined_s", "sync (all joined)"),
+        ("mean_sync_hidden_s", "sync hidden by backward"),
+        ("mean_sync_exposed_s", "sync exposed after backward"),
         ("mean_standalone_allreduce_s", "standalone all-reduce")]
 print("Medians over runs, ms. C: weft's blocking C all-reduce of the gradient's bytes.\n")
 print("| layout | measure | weft | gloo flat | gloo two-level hook | weft C all-reduce |")
@@ -110,6 +123,8 @@ for layout in layouts:
     ranks = runs["weft"][0]["world_size"]
     c = statistics.median(r["c_allreduce_s"] for r in c_runs) * 1e3 if c_runs else float("nan")
     for key, name in keys:
+        if any(key not in r for conf in configs for r in runs[conf]):
+            continue  # runs from before the measure existed
         cells = [statistics.median(r[key] for r in runs[conf]) * 1e3 for conf in configs]
         print(f"| {layout} ({ranks} ranks) | {name} | " + " | ".join(f"{v:.2f}" for v in cells)
               + f" | {c:.2f} |")

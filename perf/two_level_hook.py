@@ -39,14 +39,12 @@ class TwoLevelState:
         # Timing, read by the example's step loop like its default hook's (SyncTimer).
         self.seconds = 0.0
         self.buckets = 0
-        self.first_call = None
-        self.last_done = None
+        self.intervals = []  # (hook call, completion) per bucket, wall-clock seconds
 
 
 def two_level_hook(state, bucket):
     start = time.perf_counter()
-    if state.first_call is None:
-        state.first_call = time.time()
+    called = time.time()
     tensor = bucket.buffer()
     tensor.div_(state.world_size)
     dist.reduce(tensor, dst=state.local_root, group=state.local_group)
@@ -55,7 +53,7 @@ def two_level_hook(state, bucket):
     dist.broadcast(tensor, src=state.local_root, group=state.local_group)
     state.seconds += time.perf_counter() - start
     state.buckets += 1
-    state.last_done = time.time()
+    state.intervals.append((called, time.time()))
     future = torch.futures.Future()
     future.set_result(tensor)
     return future
