@@ -4,6 +4,13 @@
 // A rank whose send buffer is from weftMemAlloc (algos/shared_buffers.h) copies nothing in: the
 // others reduce its share straight from its buffer, and it returns only once every share of the
 // last round is reduced (nobody reads its buffer any more).
+//
+// Small messages take one flag round in which only the root waits: the others copy their input
+// in (into the flag's cache line up to 56 bytes) and return, and the root reduces all inputs
+// itself. Below kRootReducesBytes a second round of flags, with every rank waiting for every
+// other, costs more than the root's reducing P small inputs alone; the two-level algorithms'
+// node stage (two_level_shm) is the case this serves, where the node-mates then only wait once,
+// for the broadcast of the result.
 #include <algorithm>
 #include <cstring>
 
@@ -12,6 +19,39 @@
 #include "algos/shm_window.h"
 
 namespace weft {
+namespace {
+
+constexpr size_t kRootReducesBytes = 16 * 1024;
+
+Status reduceAtRoot(AlgoContext& ctx) {
+  const CollArgs& args = ctx.args();
+  SharedWindows& shared = *ctx.windows();
+  const size_t bytes = ctx.blockBytes();
+  const int me = shared.localIndex();
+  const uint64_t round = ctx.nextWindowRound();
+  const int flag = window::arrived(round);
+  const bool inFlagLine = bytes <= SharedWindows::kFlagPayloadBytes;
+  auto input = [&](int index) {
+    return inFlagLine ? shared.flagPayload(index, flag) : window::area(shared, index, round);
+  };
+  WEFT_TRY(window::claimArea(ctx, round));
+  // The root's input goes in too: in place, the reduction overwrites it before its turn.
+  std::memcpy(input(me), args.send, bytes);
+  if (me != args.root) {
+    shared.publish(flag, round);
+    return Status::ok();
+  }
+  WEFT_TRY(ctx.publishAndWait(flag, round));
+  // In rank order, so that the result does not depend on which rank is the root.
+  ctx.reduce(args.recv, input(0), input(1), args.count);
+  for (int index = 2; index < shared.localSize(); ++index) {
+    ctx.reduce(args.recv, args.recv, input(index), args.count);
+  }
+  ctx.finish(args.recv, args.count);
+  return Status::ok();
+}
+
+}  // namespace
 
 Status reduceShmDirect(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
@@ -23,6 +63,9 @@ Status reduceShmDirect(AlgoContext& ctx) {
   const size_t bytes = ctx.blockBytes();
   const auto* in = static_cast<const char*>(args.send);
   auto* out = static_cast<char*>(args.recv);
+  if (bytes <= std::min(kRootReducesBytes, window::areaBytes(shared)) && shared.localSize() > 1) {
+    return reduceAtRoot(ctx);
+  }
 
   shared_buffers::Reached peers;
   bool anyShared = false;
