@@ -23,7 +23,8 @@ Under torchrun, or anything else that sets RANK, WORLD_SIZE, MASTER_ADDR and MAS
     PYTHONPATH=<build>/python torchrun --nproc_per_node 4 examples/torch_ddp_cnn.py --backend weft
 
 Options: --steps, --warmup (steps left out of the means), --batch (per rank), --lr,
---bucket-cap-mb, --hook allreduce|two_level (two_level: the seed's gloo hook, from perf/),
+--bucket-cap-mb, --hook allreduce|two_level|barrier (two_level: the seed's gloo hook, from perf/;
+barrier: a barrier in place of each all-reduce, the step without the gradient's data),
 --losses-out FILE (rank 0's losses, one repr(float) a line, for comparing backends), --json-out
 FILE (the timings). Needs torch; the weft backend also needs weft_torch
 (PYTHONPATH=<build>/python).
@@ -132,6 +133,22 @@ def timed_allreduce_hook(state, bucket):
     return fut.then(done)
 
 
+def timed_barrier_hook(state, bucket):
+    """No gradient exchange, only a barrier where the all-reduce would be: the ranks still meet
+    once per bucket, so the step time with this hook is the step without the all-reduce's data,
+    and the difference to the default hook's step is what the data adds (the gradients stay
+    local, so the ranks' models drift apart: a timing baseline, not training)."""
+    start = time.perf_counter()
+    called = time.time()
+    dist.barrier(group=state.group)
+    state.seconds += time.perf_counter() - start
+    state.buckets += 1
+    state.intervals.append((called, time.time()))
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
 def die_with_launcher(launcher_pid):
     # A spawned rank whose launcher was killed (a timeout, ^C) would otherwise go on until its
     # collectives time out; Linux can kill it along with the launcher instead.
@@ -177,7 +194,8 @@ def train(rank, world_size, args):
         ddp.register_comm_hook(timer, two_level_hook)
     else:
         timer = SyncTimer(dist.group.WORLD, world_size)
-        ddp.register_comm_hook(timer, timed_allreduce_hook)
+        hook = timed_barrier_hook if args.hook == "barrier" else timed_allreduce_hook
+        ddp.register_comm_hook(timer, hook)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
 
     images, labels = synthetic_shard(args.seed, args.samples, rank, world_size)
@@ -314,10 +332,12 @@ def parse_args():
     p.add_argument("--bucket-cap-mb", type=float, default=25.0,
                    help="DDP bucket size; the default puts the whole gradient in one bucket "
                         "(after the first step, several buckets overlap with the backward pass)")
-    p.add_argument("--hook", choices=["allreduce", "two_level"], default="allreduce",
+    p.add_argument("--hook", choices=["allreduce", "two_level", "barrier"], default="allreduce",
                    help="allreduce: DDP's default sync, timed; two_level: the seed's gloo hook "
                         "(perf/two_level_hook.py: reduce inside each machine, all-reduce among "
-                        "one rank per machine, broadcast back), with --backend gloo")
+                        "one rank per machine, broadcast back), with --backend gloo; barrier: "
+                        "a barrier in place of each all-reduce (the step without the "
+                        "gradient's data, a timing baseline)")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="process-group timeout in seconds (WEFT_TIMEOUT, when set, wins for weft)")
     p.add_argument("--losses-out", metavar="FILE", help="rank 0's losses, one a line")

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # DDP training (examples/torch_ddp_cnn.py, the seed's ~141k-parameter CNN), side by side: weft's
-# backend, gloo (DDP's flat all-reduce) and gloo with the seed's two-level hook (ADR-0020,
-# perf/two_level_hook.py), on one machine (NPROCS ranks, default 4) and, where network
-# namespaces can be made, on an emulated cluster of 4 nodes x 2 ranks (tests/cluster/cluster.sh)
-# with block and with interleaved numbering. The configurations alternate, REPEAT times each
+# backend, gloo (DDP's flat all-reduce), gloo with the seed's two-level hook (ADR-0020,
+# perf/two_level_hook.py) and weft with a barrier in place of each all-reduce (the step without
+# the gradient's data: what the data adds is the difference), on one machine (NPROCS ranks,
+# default 4) and, where network namespaces can be made, on an emulated cluster of 4 nodes x 2
+# ranks (tests/cluster/cluster.sh) with block and with interleaved numbering. The configurations alternate, REPEAT times each
 # (default 3), so drift on a busy machine hits all of them; each round also times weft's own
 # blocking C all-reduce of the gradient's bytes on the same layout (all_reduce_perf -z 2, in
 # place, as DDP's is).
@@ -26,7 +27,7 @@ python="${WEFT_PYTHON:-/usr/bin/python3}"
 repeat="${REPEAT:-3}" steps="${STEPS:-60}" warmup="${WARMUP:-10}" nprocs="${NPROCS:-4}"
 layouts="${LAYOUTS:-local cluster cluster_interleave}"
 bucket="${BUCKET_MB:-25}"
-configs=(weft gloo gloo_two_level)
+configs=(weft gloo gloo_two_level weft_barrier)
 out="${OUT:-$root/perf/results/torch_ddp}"
 example="$root/examples/torch_ddp_cnn.py"
 mkdir -p "$out"
@@ -37,6 +38,7 @@ config_args() {  # config: the example's --backend and --hook
     weft) echo "--backend weft" ;;
     gloo) echo "--backend gloo" ;;
     gloo_two_level) echo "--backend gloo --hook two_level" ;;
+    weft_barrier) echo "--backend weft --hook barrier" ;;
   esac
 }
 
@@ -103,29 +105,33 @@ done
 "$python" - "$out" "$repeat" $layouts <<'PY' | tee "$out/table.md"
 import json, os, statistics, sys
 out, repeat, layouts = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-configs = ("weft", "gloo", "gloo_two_level")
+configs = ("weft", "gloo", "gloo_two_level", "weft_barrier")
 keys = [("mean_step_s", "step"), ("mean_hook_sync_s", "sync (hook)"),
         ("mean_sync_after_all_joined_s", "sync (all joined)"),
         ("mean_sync_hidden_s", "sync hidden by backward"),
         ("mean_sync_exposed_s", "sync exposed after backward"),
         ("mean_standalone_allreduce_s", "standalone all-reduce")]
-print("Medians over runs, ms. C: weft's blocking C all-reduce of the gradient's bytes.\n")
-print("| layout | measure | weft | gloo flat | gloo two-level hook | weft C all-reduce |")
-print("|---|---|---:|---:|---:|---:|")
+print("Medians over runs, ms. weft, barrier only: a barrier in place of each all-reduce (the "
+      "step without the gradient's data). C: weft's blocking C all-reduce of the gradient's "
+      "bytes.\n")
+print("| layout | measure | weft | gloo flat | gloo two-level hook | weft, barrier only "
+      "| weft C all-reduce |")
+print("|---|---|---:|---:|---:|---:|---:|")
 def load(name):
     return [json.load(open(os.path.join(out, f"{name}_{i}.json"))) for i in range(1, repeat + 1)
             if os.path.exists(os.path.join(out, f"{name}_{i}.json"))]
 for layout in layouts:
     runs = {c: load(f"{layout}_{c}") for c in configs}
     c_runs = load(f"{layout}_c")
-    if not all(runs.values()):
+    if not all(runs[c] for c in configs[:3]):
         continue
     ranks = runs["weft"][0]["world_size"]
     c = statistics.median(r["c_allreduce_s"] for r in c_runs) * 1e3 if c_runs else float("nan")
     for key, name in keys:
         if any(key not in r for conf in configs for r in runs[conf]):
             continue  # runs from before the measure existed
-        cells = [statistics.median(r[key] for r in runs[conf]) * 1e3 for conf in configs]
+        cells = [statistics.median(r[key] for r in runs[conf]) * 1e3 if runs[conf]
+                 else float("nan") for conf in configs]
         print(f"| {layout} ({ranks} ranks) | {name} | " + " | ".join(f"{v:.2f}" for v in cells)
               + f" | {c:.2f} |")
 PY
