@@ -14,30 +14,16 @@ Status allreduceShmFlat(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   SharedWindows& shared = *ctx.windows();
   const size_t bytes = ctx.blockBytes();
-  const int size = shared.localSize();
   const int me = shared.localIndex();
   if (bytes > window::areaBytes(shared)) {
     return internalError("shm_flat all-reduce of " + std::to_string(bytes) +
                          " bytes exceeds the window area");
   }
   const uint64_t round = ctx.nextWindowRound();
-  const int flag = window::arrived(round);
-  const bool inFlagLine = bytes <= SharedWindows::kFlagPayloadBytes;
-  auto input = [&](int index) {
-    return inFlagLine ? shared.flagPayload(index, flag) : window::area(shared, index, round);
-  };
   WEFT_TRY(window::claimArea(ctx, round));
-  std::memcpy(input(me), args.send, bytes);
-  WEFT_TRY(ctx.publishAndWait(flag, round));
-
-  auto* out = static_cast<char*>(args.recv);
-  if (size == 1) {
-    std::memcpy(out, input(0), bytes);
-  } else {
-    ctx.reduce(out, input(0), input(1), args.count);
-    for (int index = 2; index < size; ++index) ctx.reduce(out, out, input(index), args.count);
-  }
-  ctx.finish(out, args.count);
+  std::memcpy(window::roundInput(shared, me, round, bytes), args.send, bytes);
+  WEFT_TRY(ctx.publishAndWait(window::arrived(round), round));
+  window::reduceRoundInputs(ctx, round, args.recv);
   return Status::ok();
 }
 

@@ -26,28 +26,18 @@ constexpr size_t kRootReducesBytes = 16 * 1024;
 Status reduceAtRoot(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
   SharedWindows& shared = *ctx.windows();
-  const size_t bytes = ctx.blockBytes();
   const int me = shared.localIndex();
   const uint64_t round = ctx.nextWindowRound();
   const int flag = window::arrived(round);
-  const bool inFlagLine = bytes <= SharedWindows::kFlagPayloadBytes;
-  auto input = [&](int index) {
-    return inFlagLine ? shared.flagPayload(index, flag) : window::area(shared, index, round);
-  };
   WEFT_TRY(window::claimArea(ctx, round));
   // The root's input goes in too: in place, the reduction overwrites it before its turn.
-  std::memcpy(input(me), args.send, bytes);
+  std::memcpy(window::roundInput(shared, me, round, ctx.blockBytes()), args.send, ctx.blockBytes());
   if (me != args.root) {
     shared.publish(flag, round);
     return Status::ok();
   }
   WEFT_TRY(ctx.publishAndWait(flag, round));
-  // In rank order, so that the result does not depend on which rank is the root.
-  ctx.reduce(args.recv, input(0), input(1), args.count);
-  for (int index = 2; index < shared.localSize(); ++index) {
-    ctx.reduce(args.recv, args.recv, input(index), args.count);
-  }
-  ctx.finish(args.recv, args.count);
+  window::reduceRoundInputs(ctx, round, args.recv);
   return Status::ok();
 }
 

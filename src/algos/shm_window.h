@@ -43,6 +43,32 @@ inline Status claimArea(AlgoContext& ctx, uint64_t round) {
   return round < 2 ? Status::ok() : ctx.waitForFlags(arrived(round - 1), round - 1);
 }
 
+// Where local rank `index` puts its input for a one-round algorithm: up to kFlagPayloadBytes in
+// its flag's own cache line (a peer's one miss on the flag then brings the data too), else its
+// area.
+inline char* roundInput(SharedWindows& windows, int index, uint64_t round, size_t bytes) {
+  return bytes <= SharedWindows::kFlagPayloadBytes ? windows.flagPayload(index, arrived(round))
+                                                   : area(windows, index, round);
+}
+
+// Reduces every local rank's round input into `out`, in rank order: the same bits on whichever
+// rank does it.
+inline void reduceRoundInputs(AlgoContext& ctx, uint64_t round, void* out) {
+  SharedWindows& shared = *ctx.windows();
+  const size_t bytes = ctx.blockBytes();
+  const size_t count = ctx.args().count;
+  if (shared.localSize() == 1) {
+    std::memcpy(out, roundInput(shared, 0, round, bytes), bytes);
+  } else {
+    ctx.reduce(out, roundInput(shared, 0, round, bytes), roundInput(shared, 1, round, bytes),
+               count);
+    for (int index = 2; index < shared.localSize(); ++index) {
+      ctx.reduce(out, out, roundInput(shared, index, round, bytes), count);
+    }
+  }
+  ctx.finish(out, count);
+}
+
 // Copies every rank's reduced share of the round's chunk to `out` (once all are reduced).
 inline void copySharesOut(AlgoContext& ctx, uint64_t round, size_t count, char* out) {
   SharedWindows& shared = *ctx.windows();
