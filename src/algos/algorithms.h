@@ -22,6 +22,7 @@ Status alltoallPairwise(AlgoContext& context);
 Status gatherDirect(AlgoContext& context);
 Status scatterDirect(AlgoContext& context);
 Status barrierDissemination(AlgoContext& context);
+Status barrierShmFlat(AlgoContext& context);
 Status allreduceShmFlat(AlgoContext& context);
 Status allreduceShmDirect(AlgoContext& context);
 Status broadcastShmDirect(AlgoContext& context);

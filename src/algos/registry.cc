@@ -25,6 +25,7 @@ constexpr Entry kAlgorithms[] = {
     {CollType::kScatter, AlgoId::kDirect, scatterDirect},
     {CollType::kBarrier, AlgoId::kDissemination, barrierDissemination},
     {CollType::kAllReduce, AlgoId::kShmFlat, allreduceShmFlat},
+    {CollType::kBarrier, AlgoId::kShmFlat, barrierShmFlat},
     {CollType::kAllReduce, AlgoId::kShmDirect, allreduceShmDirect},
     {CollType::kBroadcast, AlgoId::kShmDirect, broadcastShmDirect},
     {CollType::kReduce, AlgoId::kShmDirect, reduceShmDirect},

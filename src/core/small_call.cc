@@ -9,7 +9,8 @@ namespace weft {
 namespace {
 
 bool qualifies(const weftComm* comm, const CollArgs& args) {
-  if (args.coll != CollType::kAllReduce || args.deviceBuffers || comm->nranks < 2) return false;
+  const bool kind = args.coll == CollType::kAllReduce || args.coll == CollType::kBarrier;
+  if (!kind || args.deviceBuffers || comm->nranks < 2) return false;
   if (comm->config.checkMode || comm->config.onlineCalls > 0) return false;
   const SharedWindows* windows = comm->fabric->windows();
   return windows != nullptr && windows->localSize() == comm->nranks &&
@@ -31,12 +32,14 @@ bool runSmallCall(weftComm* comm, const CollArgs& args, Status* result) {
     return false;
   }
   const uint64_t seq = ++comm->collectiveSeq;
-  comm->fabric->setCurrentOp("allreduce", seq, "shm_flat");
-  WEFT_TRACE("rank %d: allreduce #%llu shm_flat count %zu %s (small-call path)", comm->rank,
+  const char* name = collName(args.coll);
+  comm->fabric->setCurrentOp(name, seq, "shm_flat");
+  WEFT_TRACE("rank %d: %s #%llu shm_flat count %zu %s (small-call path)", comm->rank, name,
              static_cast<unsigned long long>(seq), args.count, typeName(args.type));
   AlgoContext context(*comm->fabric, *comm->resources, comm->layout.nodes, comm->rank, comm->nranks,
                       args, *plan);
-  Status status = allreduceShmFlat(context);
+  Status status =
+      args.coll == CollType::kBarrier ? barrierShmFlat(context) : allreduceShmFlat(context);
   comm->fabric->operationDone();
   if (!status.isOk()) markFailed(comm, status);
   executor.endInline();

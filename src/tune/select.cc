@@ -43,6 +43,8 @@ AlgoId defaultOneHostAlgo(const CollArgs& args, const Layout& layout, size_t byt
     case CollType::kAllGather:
     case CollType::kReduceScatter:
       return AlgoId::kShmDirect;
+    case CollType::kBarrier:
+      return AlgoId::kShmFlat;
     default:
       return AlgoId::kPointToPoint;  // the caller falls back to the general rule
   }
