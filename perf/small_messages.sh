@@ -9,11 +9,12 @@
 # back-to-back calls (default 20000) after a warm-up, walking the buffers as nccl-tests does, and
 # reports the mean per call averaged over ranks (all_reduce_perf -z 2; perf/baselines/
 # mpi_allreduce_bench). The table gives each side's median over runs and the spread (min-max).
-# CASES (default "shm:2 shm:4 tcp:2") picks the cases; BUILD the build directory.
+# CASES (default "shm:2 shm:4 tcp:2") picks the cases; BUILD the build directory. COLL=barrier
+# times barriers instead (weft: perf/barrier_latency; Open MPI: MPI_Barrier in the same baseline).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD:-$root/build}"
-repeat="${REPEAT:-5}" iters="${ITERS:-20000}"
+repeat="${REPEAT:-5}" iters="${ITERS:-20000}" coll="${COLL:-allreduce}"
 cases=(${CASES:-shm:2 shm:4 tcp:2})
 export WEFT_SOCKET_IFNAME=lo
 [[ -x "$build/perf/mpi_allreduce_bench" ]] || {
@@ -24,6 +25,11 @@ export WEFT_SOCKET_IFNAME=lo
 weft_time() {  # transport np
   local env=(env)
   [[ "$1" == tcp ]] && env=(env WEFT_TRANSPORT=tcp)
+  if [[ "$coll" == barrier ]]; then
+    "${env[@]}" "$build/tools/weftrun" -n "$2" "$build/perf/barrier_latency" "$iters" 1000 |
+      awk '!/^#/ { print $1; exit }'
+    return
+  fi
   "${env[@]}" "$build/tools/weftrun" -n "$2" "$build/perf/all_reduce_perf" -z 2 -b 8 -e 8 \
     -n "$iters" -w 1000 -c 0 | awk '!/^#/ && $1 == 8 { print $6; exit }'
 }
@@ -33,8 +39,12 @@ mpi_time() {  # transport np
   [[ "$1" == tcp ]] &&
     btl=(--mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
   mpirun --allow-run-as-root --oversubscribe -np "$2" --mca pml ob1 "${btl[@]}" \
-    "$build/perf/mpi_allreduce_bench" 8 8 "$iters" 1000 | awk '!/^#/ { print $2; exit }'
+    "$build/perf/mpi_allreduce_bench" "$bytes" "$bytes" "$iters" 1000 |
+    awk '!/^#/ { print $2; exit }'
 }
+
+bytes=8
+[[ "$coll" == barrier ]] && bytes=0
 
 results=()
 for case in "${cases[@]}"; do

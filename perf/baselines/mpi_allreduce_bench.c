@@ -4,7 +4,8 @@
  * (and nccl-tests), successive calls walk through the whole MAX_BYTES allocation, so a size that
  * fits in cache is not timed from buffers that one call leaves warm for the next.
  *   mpirun -np 2 ./mpi_allreduce_bench MIN_BYTES MAX_BYTES ITERS WARMUP [FACTOR]
- * FACTOR (default 2) is the step between sizes, like all_reduce_perf -f. */
+ * FACTOR (default 2) is the step between sizes, like all_reduce_perf -f. MAX_BYTES 0 times
+ * MPI_Barrier instead (perf/small_messages.sh, COLL=barrier; weft's side is perf/barrier_latency). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,15 @@ int main(int argc, char** argv) {
     ((float*)recv)[i] = 0.0f;
   }
   if (rank == 0) printf("# size_bytes time_us busbw_GBps\n");
-  for (size_t bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
+  if (maxBytes == 0) {
+    for (int i = 0; i < warmup; ++i) MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) MPI_Barrier(MPI_COMM_WORLD);
+    double mine = (MPI_Wtime() - start) / iters, sum = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("0 %.3f 0\n", sum / nranks * 1e6);
+  }
+  for (size_t bytes = minBytes; maxBytes > 0 && bytes <= maxBytes; bytes *= factor) {
     int count = (int)(bytes / sizeof(float));
     size_t steps = maxBytes / bytes;
     for (int i = 0; i < warmup; ++i) {
