@@ -1,9 +1,9 @@
-// The small-call path (core/small_call.h): blocking all-reduces of at most 56 bytes among ranks
-// on one host's windows run without the executor's operation. These check that it gives the
-// general path's results at and around its size limit, keeps the order of calls queued before
+// The small-call path (core/small_call.h): blocking all-reduces and broadcasts of at most 56 bytes
+// among ranks on one host's windows run without the executor's operation. These check that it gives
+// the general path's results at and around its size limit, keeps the order of calls queued before
 // it, and stands aside where another algorithm or a check mode applies. Its errors (a timeout
-// naming the silent peer, an abort from another thread) are checked in comm_test.cc, whose
-// 4-byte calls take this path, and a killed peer in tests/faults (faults.survivors.small).
+// naming the silent peer, an abort from another thread) are checked in comm_test.cc, whose 4-byte
+// calls take this path, and a killed peer in tests/faults (faults.survivors.small).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -98,6 +98,39 @@ TEST_CASE("small blocking all-reduces are exact at, below and past the 56-byte l
   }
   SECTION("3 ranks") {
     checkSizesAndOps(3);
+  }
+}
+
+TEST_CASE("small blocking broadcasts are exact from every root, at, below and past the limit",
+          "[small_call]") {
+  for (int nranks : {2, 3}) {
+    std::atomic<int> wrong{0};
+    std::string first;
+    std::string init = runAsThreads(nranks, [&](weftComm_t comm, int rank) {
+      for (int root = 0; root < nranks; ++root) {
+        for (size_t count : countsAroundLimit<double>()) {
+          for (bool inPlace : {false, true}) {
+            // The root's values, and something else everywhere else.
+            std::vector<double> send(count), recv(count, -1.0);
+            for (size_t i = 0; i < count; ++i) send[i] = rank == root ? 100.0 * root + i : -2.0;
+            double* out = inPlace ? send.data() : recv.data();
+            const weftResult_t result =
+                weftBroadcast(send.data(), out, count, weftFloat64, root, comm, nullptr);
+            bool good = result == weftSuccess;
+            for (size_t i = 0; good && i < count; ++i) good = out[i] == 100.0 * root + i;
+            if (!good && wrong.fetch_add(1) == 0) {
+              first = std::to_string(nranks) + " ranks, rank " + std::to_string(rank) + " root " +
+                      std::to_string(root) + " count " + std::to_string(count) +
+                      (inPlace ? " in place" : "") + ": result " + std::to_string(result) + " " +
+                      weftGetLastError(comm);
+            }
+          }
+        }
+      }
+    });
+    REQUIRE(init.empty());
+    INFO(first);
+    CHECK(wrong == 0);
   }
 }
 
