@@ -5,7 +5,8 @@
  * fits in cache is not timed from buffers that one call leaves warm for the next.
  *   mpirun -np 2 ./mpi_allreduce_bench MIN_BYTES MAX_BYTES ITERS WARMUP [FACTOR]
  * FACTOR (default 2) is the step between sizes, like all_reduce_perf -f. MAX_BYTES 0 times
- * MPI_Barrier instead (perf/small_messages.sh, COLL=barrier; weft's side is perf/barrier_latency). */
+ * MPI_Barrier instead (perf/small_messages.sh, COLL=barrier; weft's side is perf/barrier_latency).
+ */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
