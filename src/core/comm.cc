@@ -132,6 +132,7 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   if (SharedWindows* windows = comm->fabric->windows()) {
     comm->layout.oneHostShm = windows->localSize() == nranks;
     comm->layout.windowAreaBytes = windows->windowBytes() / 2;
+    comm->layout.cost.windowAreaBytes = static_cast<double>(comm->layout.windowAreaBytes);
   }
   WEFT_TRY(checkOverrides(config.algos, comm->layout));
   comm->tuneFingerprint = tune::layoutFingerprint(comm->layout.nodes, comm->layout.cost.intraShm,

@@ -71,10 +71,22 @@ struct Costing {
   double gamma(double bytes) const { return bytes * params.gammaMicrosPerByte * busy; }
   int anyCrossing() const { return layout.nodes > 1 ? 1 : 0; }
 
+  // A step that waits on several ranks at once ends when the last of them has been scheduled
+  // and has sent: each partner beyond the first adds half a message latency. Recursive doubling
+  // waits on one partner per step, the ring on two (left and right), the double tree on up to
+  // three (parent and two children). Priced at one latency whatever the partners, the model
+  // chose the tree and the ring among 3 nodes where they measured 1.3-1.9x recursive doubling
+  // (docs/TUNING.md "Fitting the model").
+  static double latenciesPerStep(int partners) { return (partners + 1) / 2.0; }
+
   double allreduceRing(double bytes) const {
     const int n = layout.nranks;
     if (n == 1) return 0;
-    return 2 * (n - 1) * step(layout.ringCrossing, bytes / n) + gamma(bytes) * (n - 1) / n;
+    const double waits = latenciesPerStep(n > 2 ? 2 : 1) - 1;
+    return 2 * (n - 1) *
+               (step(layout.ringCrossing, bytes / n) +
+                waits * link(layout.ringCrossing).alphaMicros) +
+           gamma(bytes) * (n - 1) / n;
   }
   double fold(double bytes) const {
     return layout.nranks == ring::largestPowerOfTwoAtMost(layout.nranks)
@@ -104,9 +116,13 @@ struct Costing {
         bytes / 2, static_cast<double>(treeChunkBytes(static_cast<size_t>(bytes), sliceBytes)));
     const int crossing = layout.treeCrossing;
     LinkCost edge = link(crossing);
-    // Each half goes up and down its tree once, pipelined: the height's latency twice, plus
-    // each node link carrying half the data per crossing edge.
-    return 2 * layout.treeHeight * edge.time(chunk) +
+    // Each half goes up and down its tree once, pipelined: one iteration per chunk plus the
+    // height twice to fill and drain the pipeline (allreduce_tree.cc), so even one chunk takes
+    // 2H + 1 dependent iterations, each waiting on up to three partners in the two trees;
+    // plus each node link carrying half the data per crossing edge.
+    const double chunks = std::ceil(bytes / 2 / std::max(1.0, chunk));
+    return (chunks + 2 * layout.treeHeight) * edge.alphaMicros * latenciesPerStep(3) +
+           2 * layout.treeHeight * chunk * edge.betaMicrosPerByte +
            bytes / 2 * edge.betaMicrosPerByte * std::max(1, crossing) * sharers + gamma(bytes);
   }
   double flatAllreduce(AlgoId algo, double bytes) const {
@@ -139,6 +155,20 @@ struct Costing {
     const LinkCost edge = link(0);
     return bytes > 64 * 1024 ? chain(ranks, bytes, edge, reducing, 1)
                              : binomial(ranks, bytes, edge, reducing);
+  }
+
+  // A reduce or broadcast among a node's ranks on its shared windows: one flag round per
+  // window area where the binomial tree takes log2 P dependent steps and the chain one step
+  // per slice, with the copies into and out of the windows made by every node-mate at once.
+  // Up to one window area that is about one message time. Beyond it the stage goes in rounds
+  // whose copies in and out no longer overlap (each round waits for every node-mate), so the
+  // bytes past the first area count twice: measured at 16-64 MiB, two_level_shm took
+  // 1.08-1.23x two_level_leader's pipelined chains, at 1-4 MiB 0.78-1.0x.
+  double windowStage(double bytes) const {
+    const LinkCost edge = link(0);
+    const double rounds = std::max(1.0, std::ceil(bytes / layout.windowAreaBytes));
+    const double beyond = std::max(0.0, bytes - layout.windowAreaBytes);
+    return rounds * edge.alphaMicros + (bytes + beyond) * edge.betaMicrosPerByte;
   }
 
   double broadcastFlat(AlgoId algo, double bytes) const {
@@ -267,6 +297,8 @@ std::vector<AlgoId> modelledAlgos(CollType coll, const CostLayout& layout) {
     case CollType::kAllReduce:
       algos = innerAlgos(coll);
       if (twoLevel) algos.insert(algos.end(), {AlgoId::kTwoLevelLeader, AlgoId::kTwoLevelSplit});
+      // Without shared memory between node-mates it would run as two_level_leader.
+      if (twoLevel && layout.intraShm) algos.push_back(AlgoId::kTwoLevelShm);
       break;
     case CollType::kBroadcast:
       algos = innerAlgos(coll);
@@ -296,10 +328,8 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
              flat.intraTree(bytes, false);
     }
     if (algo == AlgoId::kTwoLevelShm) {
-      // Each stage inside a node: one flag round per chunk and about two copies of the message
-      // per rank through the windows; the reduction is split P ways.
       Costing among{params, leaders, sliceBytes, 1, leadersBusy};
-      const double stage = layout.maxPerNode > 1 ? flat.link(0).time(2 * bytes) : 0;
+      const double stage = layout.maxPerNode > 1 ? flat.windowStage(bytes) : 0;
       return 2 * stage + flat.gamma(bytes / layout.maxPerNode) + among.flatAllreduce(inner, bytes);
     }
     if (algo == AlgoId::kTwoLevelSplit) {

@@ -67,6 +67,8 @@ struct CostLayout {
   // schedule whose network stage involves only the leaders pays less.
   double ranksPerCore = 1;    // the cost of a step scales with max(1, this)
   double leadersPerCore = 1;  // per leader; the split variant's L groups multiply it by L
+  // What one round of the shared-window algorithms holds (half a node's window).
+  double windowAreaBytes = 4 << 20;
 };
 
 CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm);

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "tune/tuning_table.h"
 #include "weft_tune_cmds/tune_tool.h"
@@ -111,11 +109,7 @@ int runExplain(int argc, char** argv) {
   weft::tune::TuningTable table;
   bool haveTable = false;
   if (!options.tableFile.empty()) {
-    std::ifstream in(options.tableFile);
-    if (!in) usage(("cannot read " + options.tableFile).c_str());
-    std::stringstream text;
-    text << in.rdbuf();
-    weft::Status parsed = weft::tune::parseTuningTable(text.str(), options.tableFile, &table);
+    weft::Status parsed = readTuningTable(options.tableFile, &table);
     if (!parsed.isOk()) usage(parsed.message().c_str());
     haveTable = true;
   }

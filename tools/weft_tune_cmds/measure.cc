@@ -21,6 +21,7 @@
 
 #include "core/comm.h"
 #include "tune/contenders.h"
+#include "tune/model_fit.h"
 #include "tune/table_search.h"
 #include "weft/weft.h"
 #include "weft_tune_cmds/tune_tool.h"
@@ -287,24 +288,11 @@ std::string nowText() {
   return text;
 }
 
-// The model's prediction for a measured candidate (negative where it has none).
-double predicted(const TableMeasurement& entry, const weft::Layout& layout) {
-  if (layout.nodes.nodes() <= 1) return -1;
-  weft::CollArgs args;
-  args.coll = entry.coll;
-  args.type = weftFloat32;
-  args.count = entry.bytes / sizeof(float);
-  const size_t bytes = weft::callSizes(args, layout.nranks).message;
-  return weft::tune::predictMicros(layout.params, layout.cost, entry.coll, entry.choice.algo,
-                                   entry.choice.inner.value_or(entry.choice.algo), bytes,
-                                   512 * 1024);
-}
-
 // Prediction errors (predicted / measured - 1) of the modelled candidates, for the summary.
 struct ModelErrors {
   std::vector<double> relative;
   void add(const TableMeasurement& entry, const weft::Layout& layout) {
-    const double micros = predicted(entry, layout);
+    const double micros = weft::tune::predictMeasured(entry, layout);
     if (micros > 0 && entry.medianMicros > 0) relative.push_back(micros / entry.medianMicros - 1);
   }
   void print() const {
@@ -334,19 +322,12 @@ void printCell(const std::vector<TableMeasurement>& cell, const weft::Layout& la
   std::printf("%-14s %10zu  %-40s %10.1f us (spread %.1f%%)", weft::collName(best->coll),
               best->bytes, weft::tune::choiceName(best->choice).c_str(), best->medianMicros,
               best->spreadPercent);
-  const double bestPredicted = predicted(*best, layout);
+  const double bestPredicted = weft::tune::predictMeasured(*best, layout);
   if (bestPredicted > 0) std::printf(" predicted %.1f", bestPredicted);
   // The model's pick for comparison, where it has one.
-  weft::CollArgs args;
-  args.coll = best->coll;
-  args.type = weftFloat32;
-  args.count = best->bytes / sizeof(float);
-  weft::Layout modelOnly = layout;
-  modelOnly.table = nullptr;
-  weft::Plan plan = weft::choosePlan(args, modelOnly, weft::AlgoOverrides{}, 512 * 1024);
+  const AlgoChoice pick = weft::tune::modelChoice(*best, layout);
   for (const TableMeasurement& entry : cell) {
-    if (entry.choice.algo == plan.algo &&
-        (!entry.choice.inner || *entry.choice.inner == plan.inner)) {
+    if (entry.choice == pick) {
       std::printf("  model: %s %.2fx", weft::tune::choiceName(entry.choice).c_str(),
                   entry.medianMicros / best->medianMicros);
       break;

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace weft_tune {
 
@@ -69,6 +71,14 @@ weft::Layout describedLayout(const weft::topo::NodeLayout& nodes, bool intraShm,
   layout.oneHostShm = layout.nodes.nodes() == 1 && intraShm;
   layout.windowAreaBytes = 4 << 20;
   return layout;
+}
+
+weft::Status readTuningTable(const std::string& path, weft::tune::TuningTable* out) {
+  std::ifstream in(path);
+  if (!in) return weft::invalidArgument("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return weft::tune::parseTuningTable(text.str(), path, out);
 }
 
 }  // namespace weft_tune

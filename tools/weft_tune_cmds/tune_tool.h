@@ -7,6 +7,7 @@
 
 #include "tune/cost_model.h"
 #include "tune/select.h"
+#include "tune/tuning_table.h"
 
 namespace weft_tune {
 
@@ -25,8 +26,12 @@ bool collFromName(const std::string& name, CollType* out);
 weft::Layout describedLayout(const weft::topo::NodeLayout& nodes, bool intraShm,
                              const weft::tune::CostParams& params, int cores, bool oneMachine);
 
+// Reads and parses a tuning table file; errors name the file.
+weft::Status readTuningTable(const std::string& path, weft::tune::TuningTable* out);
+
 int runPredict(int argc, char** argv);
 int runMeasure(int argc, char** argv);
 int runExplain(int argc, char** argv);
+int runFit(int argc, char** argv);
 
 }  // namespace weft_tune

@@ -1,6 +1,8 @@
 // The cost model: link parsing, what it reads from layouts, and the shape of its predictions.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "tune/cost_model.h"
 #include "tune/select.h"
 
@@ -85,12 +87,39 @@ TEST_CASE("choosePlan takes the cheapest candidate and the same one every time",
   for (size_t bytes : {size_t{8}, size_t{564000}, size_t{64} << 20}) {
     CAPTURE(bytes);
     std::vector<Candidate> ranked = rankCandidates(CollType::kAllReduce, bytes, layout, 512 << 10);
-    REQUIRE(ranked.size() == 6);
+    REQUIRE(ranked.size() == 7);
     Plan plan = choosePlan(allreduce(bytes), layout, none, 512 << 10);
     CHECK(plan.algo == ranked.front().algo);
     CHECK(plan.predictedMicros == Approx(ranked.front().micros));
     for (const Candidate& candidate : ranked) CHECK(candidate.micros >= ranked.front().micros);
   }
+}
+
+TEST_CASE("the double tree pays its dependent iterations among a few nodes", "[tune]") {
+  // Among 3 leaders a one-chunk tree takes 2H + 1 iterations of several messages each, where
+  // recursive doubling takes 3 exchanges: the tree must not look cheaper for small messages.
+  Layout three = clusterLayout(3, 1, false, "10Gbit,25us");
+  for (size_t bytes : {size_t{16}, size_t{1024}, size_t{16384}}) {
+    CAPTURE(bytes);
+    CHECK(predict(three, AlgoId::kRecursiveDoubling, bytes) < predict(three, AlgoId::kTree, bytes));
+  }
+  // More chunks, more iterations: the tree's time grows with the message's chunk count.
+  CHECK(predict(three, AlgoId::kTree, 4 << 20) > 8 * predict(three, AlgoId::kTree, 16));
+}
+
+TEST_CASE("two_level_shm is a candidate only where node-mates share memory", "[tune]") {
+  Layout layout = clusterLayout(4, 2, false, "10Gbit,25us");
+  auto has = [](const std::vector<AlgoId>& algos, AlgoId algo) {
+    return std::find(algos.begin(), algos.end(), algo) != algos.end();
+  };
+  CHECK(has(modelledAlgos(CollType::kAllReduce, layout.cost), AlgoId::kTwoLevelShm));
+  Layout overNetwork = layout;
+  overNetwork.cost = buildCostLayout(overNetwork.nodes, false);
+  CHECK_FALSE(has(modelledAlgos(CollType::kAllReduce, overNetwork.cost), AlgoId::kTwoLevelShm));
+  // One flag round per stage against the leader variant's log2 P binomial steps.
+  Layout wide = clusterLayout(2, 8, false, "10Gbit,25us");
+  CHECK(predict(wide, AlgoId::kTwoLevelShm, 1024, AlgoId::kRecursiveDoubling) <
+        predict(wide, AlgoId::kTwoLevelLeader, 1024, AlgoId::kRecursiveDoubling));
 }
 
 TEST_CASE("size-range rules override the model inside their ranges only", "[tune]") {
