@@ -130,8 +130,10 @@ std::string describeParams(const CostParams& params) {
 int runFit(int argc, char** argv) {
   const FitOptions options = parseOptions(argc, argv);
   std::vector<MeasuredLayout> tables;
+  tables.reserve(options.tables.size());
   for (const std::string& path : options.tables) tables.push_back(loadTable(path, options));
   std::vector<const MeasuredLayout*> all;
+  all.reserve(tables.size());
   for (const MeasuredLayout& table : tables) all.push_back(&table);
 
   const CostParams fitted = weft::tune::fitModel(all, options.start);
