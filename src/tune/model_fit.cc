@@ -72,14 +72,23 @@ MeasuredLayout measuredLayout(const std::string& name, const Layout& layout,
   return out;
 }
 
+CellPick pickInCell(const std::vector<TableMeasurement>& cell, const Layout& layout) {
+  CellPick out;
+  out.fastest = &cell.front();
+  out.pick = modelChoice(cell.front(), layout);
+  for (const TableMeasurement& entry : cell) {
+    if (entry.medianMicros < out.fastest->medianMicros) out.fastest = &entry;
+    if (entry.choice == out.pick) out.picked = &entry;
+  }
+  return out;
+}
+
 void scoreModel(const MeasuredLayout& measured, const CostParams& params, ModelScore* score) {
   Layout layout = measured.layout;
   layout.params = params;
   for (const std::vector<TableMeasurement>& cell : measured.cells) {
-    const TableMeasurement* fastest = &cell.front();
-    for (const TableMeasurement& entry : cell) {
-      if (entry.medianMicros < fastest->medianMicros) fastest = &entry;
-    }
+    const CellPick cellPick = pickInCell(cell, layout);
+    const TableMeasurement* fastest = cellPick.fastest;
     for (const TableMeasurement& entry : cell) {
       const double ratio = predictMeasured(entry, layout) / entry.medianMicros;
       score->error.push_back(std::fabs(ratio - 1));
@@ -89,10 +98,9 @@ void scoreModel(const MeasuredLayout& measured, const CostParams& params, ModelS
         ++score->contenders;
       }
     }
-    const AlgoChoice pick = modelChoice(cell.front(), layout);
     // A pick that was not measured (not a candidate there) is left out, not counted a loss.
-    for (const TableMeasurement& entry : cell) {
-      if (entry.choice == pick) score->pick.push_back(entry.medianMicros / fastest->medianMicros);
+    if (cellPick.picked) {
+      score->pick.push_back(cellPick.picked->medianMicros / fastest->medianMicros);
     }
   }
 }

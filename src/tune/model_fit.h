@@ -31,6 +31,15 @@ double predictMeasured(const TableMeasurement& entry, const Layout& layout);
 // What the model alone (no table, no overrides) chooses for the entry's collective and size.
 AlgoChoice modelChoice(const TableMeasurement& entry, const Layout& layout);
 
+// One measured cell (a collective and size) as the model sees it: its fastest candidate, the
+// model's pick, and the pick's measurement (null where the pick was not measured there).
+struct CellPick {
+  const TableMeasurement* fastest = nullptr;
+  AlgoChoice pick;
+  const TableMeasurement* picked = nullptr;
+};
+CellPick pickInCell(const std::vector<TableMeasurement>& cell, const Layout& layout);
+
 struct ModelScore {
   size_t candidates = 0;      // modelled candidates at every size
   std::vector<double> error;  // |predicted / measured - 1| per candidate

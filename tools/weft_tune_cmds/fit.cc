@@ -98,13 +98,7 @@ void printPicks(const MeasuredLayout& measured, const CostParams& params) {
   weft::Layout layout = measured.layout;
   layout.params = params;
   for (const std::vector<TableMeasurement>& cell : measured.cells) {
-    const TableMeasurement* fastest = &cell.front();
-    const TableMeasurement* picked = nullptr;
-    const weft::tune::AlgoChoice pick = weft::tune::modelChoice(cell.front(), layout);
-    for (const TableMeasurement& entry : cell) {
-      if (entry.medianMicros < fastest->medianMicros) fastest = &entry;
-      if (entry.choice == pick) picked = &entry;
-    }
+    const auto [fastest, pick, picked] = weft::tune::pickInCell(cell, layout);
     char ratio[32] = "not measured";
     if (picked)
       std::snprintf(ratio, sizeof(ratio), "%.2fx", picked->medianMicros / fastest->medianMicros);

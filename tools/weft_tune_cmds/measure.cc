@@ -315,23 +315,17 @@ struct ModelErrors {
 };
 
 void printCell(const std::vector<TableMeasurement>& cell, const weft::Layout& layout) {
-  const TableMeasurement* best = &cell.front();
-  for (const TableMeasurement& entry : cell) {
-    if (entry.medianMicros < best->medianMicros) best = &entry;
-  }
+  const weft::tune::CellPick cellPick = weft::tune::pickInCell(cell, layout);
+  const TableMeasurement* best = cellPick.fastest;
   std::printf("%-14s %10zu  %-40s %10.1f us (spread %.1f%%)", weft::collName(best->coll),
               best->bytes, weft::tune::choiceName(best->choice).c_str(), best->medianMicros,
               best->spreadPercent);
   const double bestPredicted = weft::tune::predictMeasured(*best, layout);
   if (bestPredicted > 0) std::printf(" predicted %.1f", bestPredicted);
-  // The model's pick for comparison, where it has one.
-  const AlgoChoice pick = weft::tune::modelChoice(*best, layout);
-  for (const TableMeasurement& entry : cell) {
-    if (entry.choice == pick) {
-      std::printf("  model: %s %.2fx", weft::tune::choiceName(entry.choice).c_str(),
-                  entry.medianMicros / best->medianMicros);
-      break;
-    }
+  // The model's pick for comparison, where it was measured.
+  if (const TableMeasurement* picked = cellPick.picked) {
+    std::printf("  model: %s %.2fx", weft::tune::choiceName(picked->choice).c_str(),
+                picked->medianMicros / best->medianMicros);
   }
   std::printf("\n");
   std::fflush(stdout);
