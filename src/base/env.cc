@@ -38,9 +38,9 @@ constexpr Variable kVariables[] = {
      "cores each poll yields the core first."},
     {"WEFT_TIMEOUT", "300", "Seconds any internal wait may take before the call fails."},
     {"WEFT_TUNE_CALIBRATE", "0",
-     "1: measure the network and shared-memory links with a short ping-pong at init (about "
-     "0.1-0.5 s) unless rank 0 has them cached in ~/.cache/weft; 2: measure now and refresh the "
-     "cache. The measured links replace WEFT_TUNE_NET and WEFT_TUNE_SHM."},
+     "1: measure each node's network link and the shared-memory link with short ping-pongs at "
+     "init (about 0.1-0.5 s) unless rank 0 has them cached in ~/.cache/weft; 2: measure now and "
+     "refresh the cache. The measured links replace WEFT_TUNE_NET and WEFT_TUNE_SHM."},
     {"WEFT_TUNE_COPY", "25GB/s,10us",
      "The cost model's copies between a GPU and pinned host memory, which staged device calls "
      "pay (docs/CUDA.md)."},

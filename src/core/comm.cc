@@ -148,11 +148,14 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
       [fabric](const void* buf, size_t bytes) { fabric->memoryFreed(buf, bytes); });
   if (config.calibrate > 0 && nranks > 1) {
     const auto& nodes = comm->layout.nodes;
+    // The hosts of every node's leader: a cache is for the links it measured.
+    uint64_t otherHosts = 0;
+    for (int node = 1; node < nodes.nodes(); ++node)
+      otherHosts = otherHosts * 1099511628211ULL ^ comm->peers[nodes.leaderOf(node)].hostId;
     char key[40];
     std::snprintf(key, sizeof(key), "%016llx-%016llx",
                   static_cast<unsigned long long>(comm->peers[0].hostId),
-                  static_cast<unsigned long long>(
-                      comm->peers[nodes.nodes() > 1 ? nodes.leaderOf(1) : 0].hostId));
+                  static_cast<unsigned long long>(otherHosts));
     tune::CalibrationSetup setup{rank, nranks, config.calibrate == 2, key};
     WEFT_TRY(
         tune::calibrateLinks(*comm->fabric, *comm->resources, nodes, setup, &comm->layout.params));

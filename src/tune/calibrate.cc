@@ -21,8 +21,8 @@ constexpr size_t kLargeBytes = 1 << 20;
 
 struct Decision {
   int32_t measure = 0;
-  int32_t valid = 0;
-  double netAlpha = 0, netBeta = 0, shmAlpha = 0, shmBeta = 0;
+  int32_t unused = 0;
+  double shmAlpha = 0, shmBeta = 0;
 };
 
 // Half the median round trip of `bytes` between this rank and `peer`, in microseconds (the
@@ -63,16 +63,72 @@ Status measurePair(AlgoContext& ctx, int peer, bool starts, LinkCost* link) {
   return Status::ok();
 }
 
-bool readCache(const std::string& path, Decision* decision) {
-  FILE* file = std::fopen(path.c_str(), "r");
-  if (file == nullptr) return false;
-  int read = std::fscanf(file, "net %lf %lf shm %lf %lf", &decision->netAlpha, &decision->netBeta,
-                         &decision->shmAlpha, &decision->shmBeta);
-  std::fclose(file);
-  return read == 4 && decision->netBeta > 0 && decision->shmBeta > 0;
+// The pairs of node leaders to time: one pair on 2 nodes, else each node with the next (a ring),
+// so that every node is in two pairs.
+std::vector<std::pair<int, int>> nodePairs(int nodes) {
+  std::vector<std::pair<int, int>> pairs;
+  if (nodes == 2) pairs.emplace_back(0, 1);
+  for (int node = 0; nodes > 2 && node < nodes; ++node)
+    pairs.emplace_back(node, (node + 1) % nodes);
+  return pairs;
 }
 
-void writeCache(const std::string& path, const Decision& decision) {
+// Each node's own network link, from ping-pongs between node leaders, one pair at a time so
+// that no pair's numbers include another's traffic (each pair's first leader hands its result
+// to rank 0). Where the nodes hang off one switch, a pair is as slow as the slower of its two
+// node links, so a node's link is its faster pair: with every node in two pairs, a slow node
+// is told apart from a slow neighbour unless both its neighbours are slow too.
+Status measureNodeLinks(AlgoContext& ctx, const topo::NodeLayout& nodes, int rank,
+                        std::vector<LinkCost>* links) {
+  const auto pairs = nodePairs(nodes.nodes());
+  std::vector<LinkCost> pairLinks(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const int first = nodes.leaderOf(pairs[i].first), second = nodes.leaderOf(pairs[i].second);
+    if (rank != first && rank != second) continue;
+    WEFT_TRY(measurePair(ctx, rank == first ? second : first, rank == first, &pairLinks[i]));
+    if (rank == first && first != 0 && second != 0)
+      WEFT_TRY(ctx.wait(ctx.send(0, &pairLinks[i], sizeof(LinkCost))));
+  }
+  if (rank != 0) return Status::ok();
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const int first = nodes.leaderOf(pairs[i].first), second = nodes.leaderOf(pairs[i].second);
+    if (first != 0 && second != 0)
+      WEFT_TRY(ctx.wait(ctx.recv(first, &pairLinks[i], sizeof(LinkCost))));
+  }
+  const double probe = static_cast<double>(kLargeBytes);
+  links->assign(nodes.nodes(), LinkCost{});
+  std::vector<bool> seen(nodes.nodes(), false);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    for (int node : {pairs[i].first, pairs[i].second}) {
+      if (!seen[node] || pairLinks[i].time(probe) < (*links)[node].time(probe))
+        (*links)[node] = pairLinks[i];
+      seen[node] = true;
+    }
+  }
+  return Status::ok();
+}
+
+// The cache: "shm ALPHA BETA", then "node I ALPHA BETA" per node (microseconds, per byte).
+bool readCache(const std::string& path, int nodes, Decision* decision,
+               std::vector<LinkCost>* links) {
+  FILE* file = std::fopen(path.c_str(), "r");
+  if (file == nullptr) return false;
+  bool valid = std::fscanf(file, "shm %lf %lf", &decision->shmAlpha, &decision->shmBeta) == 2 &&
+               decision->shmBeta > 0;
+  links->assign(nodes, LinkCost{});
+  for (int node = 0; valid && node < nodes; ++node) {
+    int index = -1;
+    LinkCost& link = (*links)[node];
+    valid = std::fscanf(file, " node %d %lf %lf", &index, &link.alphaMicros,
+                        &link.betaMicrosPerByte) == 3 &&
+            index == node && link.betaMicrosPerByte > 0;
+  }
+  std::fclose(file);
+  return valid;
+}
+
+void writeCache(const std::string& path, const Decision& decision,
+                const std::vector<LinkCost>& links) {
   std::string directory = path.substr(0, path.rfind('/'));
   mkdir(directory.substr(0, directory.rfind('/')).c_str(), 0700);
   mkdir(directory.c_str(), 0700);
@@ -81,9 +137,32 @@ void writeCache(const std::string& path, const Decision& decision) {
     WEFT_WARN("tuner: cannot write the calibration cache %s", path.c_str());
     return;
   }
-  std::fprintf(file, "net %.9g %.9g shm %.9g %.9g\n", decision.netAlpha, decision.netBeta,
-               decision.shmAlpha, decision.shmBeta);
+  std::fprintf(file, "shm %.9g %.9g\n", decision.shmAlpha, decision.shmBeta);
+  for (size_t node = 0; node < links.size(); ++node) {
+    std::fprintf(file, "node %zu %.9g %.9g\n", node, links[node].alphaMicros,
+                 links[node].betaMicrosPerByte);
+  }
   std::fclose(file);
+}
+
+void reportLinks(const CostParams& params, bool measured) {
+  const char* source = measured ? "measured at init" : "from the calibration cache";
+  if (params.nodeNet.size() <= 2) {
+    WEFT_INFO("tuner: network %s, shared memory %s (%s)", describeLink(params.net).c_str(),
+              describeLink(params.shm).c_str(), source);
+    return;
+  }
+  const double probe = static_cast<double>(kLargeBytes);
+  size_t slowest = 0, fastest = 0;
+  for (size_t node = 0; node < params.nodeNet.size(); ++node) {
+    if (params.nodeNet[node].time(probe) > params.nodeNet[slowest].time(probe)) slowest = node;
+    if (params.nodeNet[node].time(probe) < params.nodeNet[fastest].time(probe)) fastest = node;
+  }
+  WEFT_INFO(
+      "tuner: network per node, slowest node %zu: %s, fastest node %zu: %s; shared memory "
+      "%s (%s)",
+      slowest, describeLink(params.nodeNet[slowest]).c_str(), fastest,
+      describeLink(params.nodeNet[fastest]).c_str(), describeLink(params.shm).c_str(), source);
 }
 
 }  // namespace
@@ -104,46 +183,50 @@ Status calibrateLinks(Fabric& fabric, OpResources& resources, const topo::NodeLa
   CollArgs none;
   Plan plan;
   AlgoContext ctx(fabric, resources, nodes, setup.rank, setup.nranks, none, plan);
-  const int netPeer = nodes.nodes() > 1 ? nodes.leaderOf(1) : -1;
   const int shmPeer = nodes.nodeRanks[0].size() > 1 ? nodes.nodeRanks[0][1] : -1;
 
+  const int nodeCount = nodes.nodes();
   Decision decision;
+  std::vector<LinkCost> links(nodeCount);
   if (setup.rank == 0) {
     const std::string path = calibrationCachePath(setup.cacheKey);
-    decision.measure = setup.remeasure || !readCache(path, &decision);
+    decision.measure = setup.remeasure || !readCache(path, nodeCount, &decision, &links);
     for (int peer = 1; peer < setup.nranks; ++peer) ctx.send(peer, &decision, sizeof(decision));
     WEFT_TRY(ctx.waitAll());
   } else {
     WEFT_TRY(ctx.wait(ctx.recv(0, &decision, sizeof(decision))));
   }
   if (decision.measure) {
-    LinkCost net = params->net, shm = params->shm;
-    if (netPeer >= 0 && (setup.rank == 0 || setup.rank == netPeer)) {
-      WEFT_TRY(measurePair(ctx, setup.rank == 0 ? netPeer : 0, setup.rank == 0, &net));
-    }
+    LinkCost shm = params->shm;
+    links.assign(nodeCount, params->net);
+    WEFT_TRY(measureNodeLinks(ctx, nodes, setup.rank, &links));
     if (shmPeer >= 0 && (setup.rank == 0 || setup.rank == shmPeer)) {
       WEFT_TRY(measurePair(ctx, setup.rank == 0 ? shmPeer : 0, setup.rank == 0, &shm));
     }
     if (setup.rank == 0) {
-      decision.netAlpha = net.alphaMicros;
-      decision.netBeta = net.betaMicrosPerByte;
       decision.shmAlpha = shm.alphaMicros;
       decision.shmBeta = shm.betaMicrosPerByte;
-      if (netPeer >= 0 && shmPeer >= 0) writeCache(calibrationCachePath(setup.cacheKey), decision);
+      if (nodeCount > 1 && shmPeer >= 0)
+        writeCache(calibrationCachePath(setup.cacheKey), decision, links);
       for (int peer = 1; peer < setup.nranks; ++peer) ctx.send(peer, &decision, sizeof(decision));
     } else {
       WEFT_TRY(ctx.wait(ctx.recv(0, &decision, sizeof(decision))));
     }
   }
+  // Every rank plans with rank 0's links.
+  if (nodeCount > 1) {
+    if (setup.rank == 0) {
+      for (int peer = 1; peer < setup.nranks; ++peer)
+        ctx.send(peer, links.data(), links.size() * sizeof(LinkCost));
+    } else {
+      WEFT_TRY(ctx.wait(ctx.recv(0, links.data(), links.size() * sizeof(LinkCost))));
+    }
+  }
   WEFT_TRY(ctx.waitAll());
   resources.beginOp();
-  params->net = {decision.netAlpha, decision.netBeta};
   params->shm = {decision.shmAlpha, decision.shmBeta};
-  if (setup.rank == 0) {
-    WEFT_INFO("tuner: network %s, shared memory %s (%s)", describeLink(params->net).c_str(),
-              describeLink(params->shm).c_str(),
-              decision.measure ? "measured at init" : "from the calibration cache");
-  }
+  if (nodeCount > 1) useNodeLinks(std::move(links), params);
+  if (setup.rank == 0) reportLinks(*params, decision.measure != 0);
   return Status::ok();
 }
 

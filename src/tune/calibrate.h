@@ -1,5 +1,6 @@
 // A short calibration of the cost model's links at init (WEFT_TUNE_CALIBRATE=1): ping-pongs
-// between the first ranks of nodes 0 and 1 (network) and between the first two ranks of node 0
+// between the first rank of node 0 and the first rank of every other node in turn (network: the
+// worst latency and bandwidth of those links) and between the first two ranks of node 0
 // (shared memory). Rank 0 decides whether to measure or to reuse its per-host cache and sends
 // the resulting parameters to every rank, so all ranks plan with identical numbers.
 #pragma once

@@ -20,26 +20,35 @@ int ceilLog2(int n) {
   return steps;
 }
 
-// The most crossing edges at one node, for edges given as (rank, rank).
-int mostCrossingAtANode(const topo::NodeLayout& nodes,
-                        const std::vector<std::pair<int, int>>& edges) {
+int most(const std::vector<int>& perNode) {
+  return perNode.empty() ? 0 : *std::max_element(perNode.begin(), perNode.end());
+}
+
+// Crossing edges at each node, for edges given as (rank, rank).
+std::vector<int> crossingPerNode(const topo::NodeLayout& nodes,
+                                 const std::vector<std::pair<int, int>>& edges) {
   std::vector<int> perNode(nodes.nodes(), 0);
   for (auto [a, b] : edges) {
     if (nodes.nodeOf[a] == nodes.nodeOf[b]) continue;
     ++perNode[nodes.nodeOf[a]];
     ++perNode[nodes.nodeOf[b]];
   }
-  return perNode.empty() ? 0 : *std::max_element(perNode.begin(), perNode.end());
+  return perNode;
 }
 
-// The most ranks of one node that send to another node, for sends given as (from, to).
-int mostSendersAtANode(const topo::NodeLayout& nodes,
-                       const std::vector<std::pair<int, int>>& sends) {
-  std::vector<int> perNode(nodes.nodes(), 0);
+// For sends given as (from, to): the transfers each node's link carries in its busier
+// direction (links are full duplex: a node's sends and receives do not share bandwidth, but a
+// node that only receives, as in a fold, still has its link carry the message).
+std::vector<int> transfersPerNode(const topo::NodeLayout& nodes,
+                                  const std::vector<std::pair<int, int>>& sends) {
+  std::vector<int> out(nodes.nodes(), 0), in(nodes.nodes(), 0);
   for (auto [from, to] : sends) {
-    if (nodes.nodeOf[from] != nodes.nodeOf[to]) ++perNode[nodes.nodeOf[from]];
+    if (nodes.nodeOf[from] == nodes.nodeOf[to]) continue;
+    ++out[nodes.nodeOf[from]];
+    ++in[nodes.nodeOf[to]];
   }
-  return perNode.empty() ? 0 : *std::max_element(perNode.begin(), perNode.end());
+  for (size_t node = 0; node < out.size(); ++node) out[node] = std::max(out[node], in[node]);
+  return out;
 }
 
 // The same computation for N ranks on N nodes: the leaders' (or split groups') layout.
@@ -68,6 +77,34 @@ struct Costing {
   double step(int crossing, double bytes) const {
     return link(crossing).time(bytes, std::max(1, crossing) * sharers);
   }
+  // Node i's own network link where calibration measured them apart.
+  bool perNodeLinks() const {
+    return static_cast<int>(params.nodeNet.size()) == layout.nodes && layout.nodes > 1;
+  }
+  LinkCost nodeLink(size_t node) const {
+    const LinkCost& own = params.nodeNet[node];
+    return {own.alphaMicros * busy, own.betaMicrosPerByte * busy};
+  }
+  // A step whose crossing transfers are counted node by node: it ends when the slowest node's
+  // link has carried its own, so one slow node costs the steps that cross it and no others.
+  double stepAt(const std::vector<int>& perNode, int crossing, double bytes) const {
+    if (crossing == 0 || !perNodeLinks()) return step(crossing, bytes);
+    double slowest = 0;
+    for (size_t node = 0; node < perNode.size(); ++node) {
+      if (perNode[node] > 0)
+        slowest = std::max(slowest, nodeLink(node).time(bytes, perNode[node] * sharers));
+    }
+    return slowest;
+  }
+  // The latency of the slowest link that a step crossing these nodes uses.
+  double alphaAt(const std::vector<int>& perNode, int crossing) const {
+    if (crossing == 0 || !perNodeLinks()) return link(crossing).alphaMicros;
+    double slowest = 0;
+    for (size_t node = 0; node < perNode.size(); ++node) {
+      if (perNode[node] > 0) slowest = std::max(slowest, nodeLink(node).alphaMicros);
+    }
+    return slowest;
+  }
   double gamma(double bytes) const { return bytes * params.gammaMicrosPerByte * busy; }
   int anyCrossing() const { return layout.nodes > 1 ? 1 : 0; }
 
@@ -84,18 +121,22 @@ struct Costing {
     if (n == 1) return 0;
     const double waits = latenciesPerStep(n > 2 ? 2 : 1) - 1;
     return 2 * (n - 1) *
-               (step(layout.ringCrossing, bytes / n) +
-                waits * link(layout.ringCrossing).alphaMicros) +
+               (stepAt(layout.ringPerNode, layout.ringCrossing, bytes / n) +
+                waits * alphaAt(layout.ringPerNode, layout.ringCrossing)) +
            gamma(bytes) * (n - 1) / n;
   }
   double fold(double bytes) const {
     return layout.nranks == ring::largestPowerOfTwoAtMost(layout.nranks)
                ? 0
-               : 2 * step(layout.foldCrossing, bytes) + gamma(bytes);
+               : 2 * stepAt(layout.foldPerNode, layout.foldCrossing, bytes) + gamma(bytes);
+  }
+  double doublingStep(size_t k, double bytes) const {
+    return stepAt(layout.doublingPerNode[k], layout.doublingCrossing[k], bytes);
   }
   double allreduceDoubling(double bytes) const {
     double total = fold(bytes);
-    for (int crossing : layout.doublingCrossing) total += step(crossing, bytes) + gamma(bytes);
+    for (size_t k = 0; k < layout.doublingCrossing.size(); ++k)
+      total += doublingStep(k, bytes) + gamma(bytes);
     return total;
   }
   // Step k (distance 2^k) carries S/2^(k+1) when the nearest partner goes first, else
@@ -106,7 +147,7 @@ struct Costing {
     double total = fold(bytes);
     for (int k = 0; k < steps; ++k) {
       double part = bytes / static_cast<double>(1 << (nearestFirst ? k + 1 : steps - k));
-      total += 2 * step(layout.doublingCrossing[k], part) + gamma(part);
+      total += 2 * doublingStep(k, part) + gamma(part);
     }
     return total;
   }
@@ -116,6 +157,18 @@ struct Costing {
         bytes / 2, static_cast<double>(treeChunkBytes(static_cast<size_t>(bytes), sliceBytes)));
     const int crossing = layout.treeCrossing;
     LinkCost edge = link(crossing);
+    if (perNodeLinks() && crossing > 0) {
+      // The slowest node that tree edges cross paces the pipeline; per byte, the node whose
+      // own edges take longest to carry their half of the data.
+      edge.alphaMicros = alphaAt(layout.treePerNode, crossing);
+      double slowestBytes = 0;
+      for (size_t node = 0; node < layout.treePerNode.size(); ++node) {
+        if (layout.treePerNode[node] > 0)
+          slowestBytes =
+              std::max(slowestBytes, nodeLink(node).betaMicrosPerByte * layout.treePerNode[node]);
+      }
+      edge.betaMicrosPerByte = slowestBytes / crossing;
+    }
     // Each half goes up and down its tree once, pipelined: one iteration per chunk plus the
     // height twice to fill and drain the pipeline (allreduce_tree.cc), so even one chunk takes
     // 2H + 1 dependent iterations, each waiting on up to three partners in the two trees;
@@ -181,7 +234,8 @@ struct Costing {
     const int n = layout.nranks;
     const double block = bytes / n;
     double total = 0;
-    if (algo == AlgoId::kRing) return (n - 1) * step(layout.ringCrossing, block);
+    if (algo == AlgoId::kRing)
+      return (n - 1) * stepAt(layout.ringPerNode, layout.ringCrossing, block);
     int k = 0;
     for (int distance = 1; distance < n; distance *= 2, ++k) {
       const int crossing = k < static_cast<int>(layout.doublingCrossing.size())
@@ -230,6 +284,17 @@ std::string describeLink(const LinkCost& link) {
   return text;
 }
 
+void useNodeLinks(std::vector<LinkCost> links, CostParams* params) {
+  if (links.empty()) return;
+  LinkCost worst = links[0];
+  for (const LinkCost& link : links) {
+    worst.alphaMicros = std::max(worst.alphaMicros, link.alphaMicros);
+    worst.betaMicrosPerByte = std::max(worst.betaMicrosPerByte, link.betaMicrosPerByte);
+  }
+  params->net = worst;
+  params->nodeNet = std::move(links);
+}
+
 CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
   CostLayout layout;
   const int n = nodes.nranks();
@@ -241,18 +306,21 @@ CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
   if (n <= 1) return layout;
   std::vector<std::pair<int, int>> sends;
   for (int r = 0; r < n; ++r) sends.emplace_back(r, (r + 1) % n);
-  layout.ringCrossing = mostSendersAtANode(nodes, sends);
+  layout.ringPerNode = transfersPerNode(nodes, sends);
+  layout.ringCrossing = most(layout.ringPerNode);
   const int power = ring::largestPowerOfTwoAtMost(n);
   const int rem = n - power;
   for (int mask = 1; mask < power; mask <<= 1) {
     sends.clear();
     for (int v = 0; v < power; ++v)
       sends.emplace_back(ring::foldedRank(v, rem), ring::foldedRank(v ^ mask, rem));
-    layout.doublingCrossing.push_back(mostSendersAtANode(nodes, sends));
+    layout.doublingPerNode.push_back(transfersPerNode(nodes, sends));
+    layout.doublingCrossing.push_back(most(layout.doublingPerNode.back()));
   }
   sends.clear();
   for (int r = 0; r + 1 < 2 * rem; r += 2) sends.emplace_back(r, r + 1);
-  layout.foldCrossing = mostSendersAtANode(nodes, sends);
+  layout.foldPerNode = transfersPerNode(nodes, sends);
+  layout.foldCrossing = most(layout.foldPerNode);
   std::vector<std::pair<int, int>> edges;
   for (int which = 0; which < 2; ++which) {
     for (int r = 0; r < n; ++r) {
@@ -260,7 +328,8 @@ CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
       if (parent >= 0) edges.emplace_back(r, parent);
     }
   }
-  layout.treeCrossing = mostCrossingAtANode(nodes, edges);
+  layout.treePerNode = crossingPerNode(nodes, edges);
+  layout.treeCrossing = most(layout.treePerNode);
   layout.treeHeight = tree::heightOf(n);
   return layout;
 }
@@ -337,8 +406,12 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
       const double part = bytes / parts;
       const double inNode =
           layout.maxPerNode > 1 ? flat.link(0).time((layout.maxPerNode - 1) * part) : 0;
-      Costing among{params, leaders, sliceBytes, static_cast<double>(parts),
-                    std::max(1.0, layout.leadersPerCore * parts)};
+      // The parts' exchanges run at once: each pays for the link that the node's parts
+      // share and for the cores that every exchanging rank shares, whichever is scarcer.
+      // Where the link is itself the cores (nodes emulated on one machine), paying both was
+      // counting one resource twice.
+      const double busy = std::max(1.0, layout.leadersPerCore * parts);
+      Costing among{params, leaders, sliceBytes, std::max<double>(parts, busy) / busy, busy};
       return 2 * inNode + flat.gamma(bytes) + among.flatAllreduce(inner, part);
     }
     return flat.flatAllreduce(algo, bytes);

@@ -38,11 +38,17 @@ struct CostParams {
   // between a GPU and pinned host memory that staging pays.
   LinkCost gpu{15.0, 1.0 / 1000000.0};  // 1 TB/s shared by the GPU's ranks, 15 us
   LinkCost copy{10.0, 1.0 / 25000.0};   // 25 GB/s, 10 us per copy
+  // Each node's own network link, by node index, where they differ (calibration measures them;
+  // empty: every node's is `net`). `net` is then the worst of them, for the steps the model
+  // does not price node by node.
+  std::vector<LinkCost> nodeNet;
 };
 
 // "1Gbit,50us" or "3.2GB/s,8us" (either part may be left out) into a LinkCost.
 Status parseLink(const std::string& text, LinkCost* out);
 std::string describeLink(const LinkCost& link);
+// Gives each node its own network link (index: node) and makes `net` the worst of them.
+void useNodeLinks(std::vector<LinkCost> links, CostParams* params);
 
 // What the model needs from the layout, computed once per communicator.
 struct CostLayout {
@@ -61,6 +67,11 @@ struct CostLayout {
   // Double binary tree: the most tree edges (both trees) leaving one node, and the height.
   int treeCrossing = 0;
   int treeHeight = 0;
+  // The same counts node by node (index: node), for links that differ between nodes.
+  std::vector<int> ringPerNode;
+  std::vector<std::vector<int>> doublingPerNode;
+  std::vector<int> foldPerNode;
+  std::vector<int> treePerNode;
   // CPU sharing: the most ranks (and nodes' leaders) per hardware thread on one machine. Where
   // ranks outnumber cores (the seeds' one process per core group, or emulated nodes sharing a
   // machine), a step that keeps every rank busy takes proportionally longer; a two-level

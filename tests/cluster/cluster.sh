@@ -21,6 +21,8 @@
 #   --rate RATE                limit every node's link to RATE in each direction (tc tbf, e.g.
 #                              1gbit, 100mbit): on the node's veth0 (its NIC's sending side) and
 #                              on the switch port towards it (its receiving side)
+#   --node-rate I:RATE         the same for node I only (repeatable; overrides --rate there):
+#                              one slow link in an otherwise fast network
 #   --keep-logs DIR            write every rank's log to DIR and keep it (default: a temporary
 #                              directory, removed at the end)
 #   --timeout SEC              end the job after SEC seconds, exit 124 (default 300)
@@ -55,7 +57,8 @@ readonly ifname="veth0"
 readonly subnet_prefix="10.231.7"      # private, unlikely to mean anything; lives only in our namespaces
 readonly root_port="${CLUSTER_ROOT_PORT:-29400}"
 
-nodes=2 ppn=1 layout="" numbering=block rate="" keep_logs="" timeout=300 grace=10 raw=0
+nodes=2 ppn=1 layout="" numbering=block rate="" keep_logs=""
+declare -A node_rate=() timeout=300 grace=10 raw=0
 command=()
 
 # State the cleanup needs.
@@ -86,6 +89,9 @@ parse_args() {
                      usage_error "--numbering is block or interleave"; numbering=$2; shift 2 ;;
       --rate) [[ "${2:-}" =~ ^[0-9.]+[kKmMgGtT]?i?(bit|bps)$ ]] ||
                 usage_error "--rate needs a tc rate, e.g. 1gbit or 100mbit"; rate=$2; shift 2 ;;
+      --node-rate) [[ "${2:-}" =~ ^([0-9]+):([0-9.]+[kKmMgGtT]?i?(bit|bps))$ ]] ||
+                     usage_error "--node-rate needs NODE:RATE, e.g. 2:100mbit"
+                   node_rate[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; shift 2 ;;
       --keep-logs) [[ -n "${2:-}" ]] || usage_error "--keep-logs needs a directory"; keep_logs=$2; shift 2 ;;
       --timeout) is_count "${2:-}" || usage_error "--timeout needs whole seconds"; timeout=$2; shift 2 ;;
       --grace) is_count "${2:-}" || usage_error "--grace needs whole seconds"; grace=$2; shift 2 ;;
@@ -104,6 +110,9 @@ parse_args() {
     for ((i = 0; i < nodes; ++i)); do node_counts+=("$ppn"); done
   fi
   ((nodes <= 250)) || usage_error "at most 250 nodes (one /24)"
+  for i in "${!node_rate[@]}"; do
+    ((i < nodes)) || usage_error "--node-rate names node $i of $nodes"
+  done
 }
 
 # ---- namespaces -------------------------------------------------------------------------------
@@ -114,7 +123,7 @@ check_privileges() {
   command -v ip >/dev/null || skip "iproute2 ('ip') is not installed"
   command -v unshare >/dev/null || skip "util-linux 'unshare' is not installed"
   unshare --uts true 2>/dev/null || skip "cannot create UTS namespaces (unshare --uts failed: no CAP_SYS_ADMIN?)"
-  if [[ -n "$rate" ]] && ! command -v tc >/dev/null; then skip "--rate needs tc (iproute2)"; fi
+  if [[ -n "$rate${node_rate[*]}" ]] && ! command -v tc >/dev/null; then skip "--rate needs tc (iproute2)"; fi
 }
 
 # Runs one set-up command. The set-up only fails where the machine lacks something (namespaces,
@@ -144,7 +153,7 @@ create_switch() {
 # Token bucket on one interface's egress. burst holds about 1 ms at 1 Gbit/s and fits a 64 KiB
 # GSO packet (veth passes those whole); latency bounds the queue like a switch buffer would.
 limit_rate() {
-  local ns="$1" dev="$2"
+  local ns="$1" dev="$2" rate="$3"
   setup tc -n "$ns" qdisc add dev "$dev" root tbf rate "$rate" \
     burst "${CLUSTER_TBF_BURST:-128kb}" latency "${CLUSTER_TBF_LATENCY:-20ms}"
 }
@@ -160,9 +169,10 @@ create_node() {
   setup ip -n "$switch_ns" link set "port$i" master br0 up
   setup ip -n "$ns" addr add "$addr/24" dev "$ifname"
   setup ip -n "$ns" link set "$ifname" up
-  if [[ -n "$rate" ]]; then
-    limit_rate "$ns" "$ifname"          # node -> switch
-    limit_rate "$switch_ns" "port$i"    # switch -> node
+  local node_link="${node_rate[$i]:-$rate}"
+  if [[ -n "$node_link" ]]; then
+    limit_rate "$ns" "$ifname" "$node_link"          # node -> switch
+    limit_rate "$switch_ns" "port$i" "$node_link"    # switch -> node
   fi
   node_namespaces+=("$ns") node_names+=("$name") node_addrs+=("$addr")
 }
@@ -328,13 +338,19 @@ wait_for_ranks() {
   return "$first_status"
 }
 
+describe_rates() {
+  local text="rate ${rate:-unlimited}" i
+  for i in "${!node_rate[@]}"; do text+=", node$i ${node_rate[$i]}"; done
+  echo "$text"
+}
+
 run_ranks() {
   assign_ranks
   declare -gA rank_of_pid=()
   local map="" r
   for r in "${!rank_node[@]}"; do map+=" ${rank_node[r]}"; done
   note "${#rank_node[@]} ranks on $nodes nodes (${node_counts[*]} per node), $numbering numbering," \
-    "rate ${rate:-unlimited}; node of each rank:$map; logs in $log_dir"
+    "$(describe_rates); node of each rank:$map; logs in $log_dir"
   export WEFT_SECRET="${WEFT_SECRET:-$(random_secret)}"
   for r in "${!rank_node[@]}"; do start_rank "$r"; done
   wait_for_ranks
@@ -344,7 +360,7 @@ run_ranks() {
 run_raw() {
   export CLUSTER_NAMESPACES="${node_namespaces[*]}" CLUSTER_HOSTNAMES="${node_names[*]}"
   export CLUSTER_ADDRS="${node_addrs[*]}" CLUSTER_IFNAME="$ifname" CLUSTER_SUBNET="$subnet_prefix.0/24"
-  note "$nodes nodes ready (${node_names[*]} = ${node_namespaces[*]}: ${node_addrs[*]}), rate ${rate:-unlimited}"
+  note "$nodes nodes ready (${node_names[*]} = ${node_namespaces[*]}: ${node_addrs[*]}), $(describe_rates)"
   declare -gA rank_of_pid=()
   setsid "${command[@]}" &
   live_pids+=($!)

@@ -4,6 +4,7 @@
 // same choosePlan that a communicator uses, so what it prints is what weft would do there.
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct Options {
   size_t factor = 4;
   size_t sliceBytes = 512 * 1024;
   weft::tune::CostParams params;
+  std::map<int, std::string> nodeNet;  // --node-net: node -> its link, where it is not --net's
 };
 
 [[noreturn]] void usage(const char* problem) {
@@ -36,7 +38,7 @@ struct Options {
                "                 [--net 100Gbit,5us] [--shm 4GB/s,2us] [--coll allreduce|broadcast|"
                "allgather]\n"
                "                 [--min BYTES] [--max BYTES] [--factor F] [--slice BYTES]\n"
-               "                 [--cores N] [--one-machine]\n"
+               "                 [--cores N] [--one-machine] [--node-net NODE:1Gbit,50us]...\n"
                "       weft_tune measure --help    (inside a job: times the candidates)\n"
                "       weft_tune explain --help    (why an algorithm wins)\n",
                problem);
@@ -73,6 +75,12 @@ Options parse(int argc, char** argv) {
       options.factor = parseBytes(value(), usage);
     } else if (arg == "--slice") {
       options.sliceBytes = parseBytes(value(), usage);
+    } else if (arg == "--node-net") {
+      std::string text = value();
+      size_t colon = text.find(':');
+      if (colon == 0 || colon == std::string::npos || text.find_first_not_of("0123456789") != colon)
+        usage("--node-net needs NODE:LINK, e.g. 2:1Gbit,50us");
+      options.nodeNet[std::atoi(text.c_str())] = text.substr(colon + 1);
     } else if (arg == "--net" || arg == "--shm") {
       weft::tune::LinkCost& link = arg == "--net" ? options.params.net : options.params.shm;
       weft::Status status = weft::tune::parseLink(value(), &link);
@@ -110,10 +118,23 @@ int runPredict(int argc, char** argv) {
   } else {
     nodes = weft::topo::describedNodeLayout(options.nodes, options.perNode, options.interleave);
   }
+  if (!options.nodeNet.empty()) {
+    std::vector<weft::tune::LinkCost> links(nodes.nodes(), options.params.net);
+    for (const auto& [node, text] : options.nodeNet) {
+      if (node >= nodes.nodes()) usage(("--node-net: no node " + std::to_string(node)).c_str());
+      weft::Status status = weft::tune::parseLink(text, &links[node]);
+      if (!status.isOk()) usage(("--node-net: " + status.message()).c_str());
+    }
+    weft::tune::useNodeLinks(std::move(links), &options.params);
+  }
   const weft::Layout layout =
       describedLayout(nodes, true, options.params, options.cores, options.oneMachine);
 
   std::printf("# weft_tune: %s %s\n", weft::collName(coll), layout.nodes.summary().c_str());
+  for (size_t node = 0; node < options.params.nodeNet.size(); ++node) {
+    std::printf("# node %zu's network link %s\n", node,
+                weft::tune::describeLink(options.params.nodeNet[node]).c_str());
+  }
   std::printf("# network %s; shared memory %s; reduction %.3g GB/s; slices %zu bytes\n",
               weft::tune::describeLink(options.params.net).c_str(),
               weft::tune::describeLink(options.params.shm).c_str(),

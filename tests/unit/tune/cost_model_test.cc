@@ -122,6 +122,44 @@ TEST_CASE("two_level_shm is a candidate only where node-mates share memory", "[t
         predict(wide, AlgoId::kTwoLevelLeader, 1024, AlgoId::kRecursiveDoubling));
 }
 
+TEST_CASE("per-node links: equal ones predict as the one network link", "[tune]") {
+  for (bool interleave : {false, true}) {
+    Layout layout = clusterLayout(3, 2, interleave, "10Gbit,25us");
+    Layout perNode = layout;
+    useNodeLinks(std::vector<LinkCost>(3, layout.params.net), &perNode.params);
+    for (AlgoId algo : modelledAlgos(CollType::kAllReduce, layout.cost)) {
+      for (size_t bytes : {size_t{64}, size_t{256} << 10, size_t{16} << 20}) {
+        CAPTURE(interleave, algoName(algo), bytes);
+        CHECK(predict(perNode, algo, bytes, AlgoId::kRecursiveDoubling) ==
+              Approx(predict(layout, algo, bytes, AlgoId::kRecursiveDoubling)));
+        CHECK(predict(perNode, algo, bytes, AlgoId::kRing) ==
+              Approx(predict(layout, algo, bytes, AlgoId::kRing)));
+      }
+    }
+  }
+}
+
+TEST_CASE("one slow node costs the steps that cross it, not every step", "[tune]") {
+  // 3 nodes, node 0 at 100 Mbit/s and the others at 10 Gbit/s. Every ring step crosses node
+  // 0's link; recursive doubling folds node 0 into node 1 (its link carries the message there
+  // and back) and then exchanges between nodes 1 and 2 only.
+  Layout uniform = clusterLayout(3, 1, false, "100Mbit,50us");
+  Layout slowNode = clusterLayout(3, 1, false, "10Gbit,25us");
+  LinkCost slow = uniform.params.net;
+  useNodeLinks({slow, slowNode.params.net, slowNode.params.net}, &slowNode.params);
+  CHECK(slowNode.params.net.betaMicrosPerByte == Approx(slow.betaMicrosPerByte));  // the worst
+  const size_t bytes = 4 << 20;
+  CHECK(predict(slowNode, AlgoId::kRing, bytes) == Approx(predict(uniform, AlgoId::kRing, bytes)));
+  const double doubling = predict(slowNode, AlgoId::kRecursiveDoubling, bytes);
+  CHECK(doubling < 0.75 * predict(uniform, AlgoId::kRecursiveDoubling, bytes));
+  // What is left is the fold: the message over the slow link twice.
+  CHECK(doubling > 2 * bytes * slow.betaMicrosPerByte);
+  CHECK(doubling < 2.2 * bytes * slow.betaMicrosPerByte);
+  // The slowest node's link decides where the tree's edges meet it.
+  CHECK(predict(slowNode, AlgoId::kTree, bytes) >
+        predict(clusterLayout(3, 1, false, "10Gbit,25us"), AlgoId::kTree, bytes) * 10);
+}
+
 TEST_CASE("size-range rules override the model inside their ranges only", "[tune]") {
   Layout layout = clusterLayout(2, 2, false, "10Gbit,25us");
   AlgoOverrides rules;
