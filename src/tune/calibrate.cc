@@ -21,7 +21,7 @@ constexpr size_t kLargeBytes = 1 << 20;
 
 struct Decision {
   int32_t measure = 0;
-  int32_t unused = 0;
+  int32_t padding = 0;  // the struct is sent whole: no uninitialized bytes
   double shmAlpha = 0, shmBeta = 0;
 };
 
