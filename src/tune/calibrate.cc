@@ -63,21 +63,36 @@ Status measurePair(AlgoContext& ctx, int peer, bool starts, LinkCost* link) {
   return Status::ok();
 }
 
+// Up to this many nodes the pairs are timed one at a time; beyond, a pair's time per node would
+// add up (about 50 ms each at 10 Gbit/s), so disjoint pairs run at once.
+constexpr int kMostNodesOneAtATime = 8;
+
 // The pairs of node leaders to time: one pair on 2 nodes, else each node with the next (a ring),
-// so that every node is in two pairs.
+// so that every node is in two pairs. Each leader times its pairs in this order, so in ring
+// order every pair waits for the one before it (one at a time); ordered as rounds of disjoint
+// pairs ((0,1) (2,3) ..., then (1,2) (3,4) ..., then the wrap-around pair when the count is
+// odd), each round's pairs run at once and the whole takes 2-3 pairs' time.
 std::vector<std::pair<int, int>> nodePairs(int nodes) {
   std::vector<std::pair<int, int>> pairs;
   if (nodes == 2) pairs.emplace_back(0, 1);
-  for (int node = 0; nodes > 2 && node < nodes; ++node)
-    pairs.emplace_back(node, (node + 1) % nodes);
+  if (nodes <= 2) return pairs;
+  if (nodes <= kMostNodesOneAtATime) {
+    for (int node = 0; node < nodes; ++node) pairs.emplace_back(node, (node + 1) % nodes);
+    return pairs;
+  }
+  for (int first : {0, 1}) {
+    for (int node = first; node + 1 < nodes; node += 2) pairs.emplace_back(node, node + 1);
+  }
+  pairs.emplace_back(nodes - 1, 0);
   return pairs;
 }
 
-// Each node's own network link, from ping-pongs between node leaders, one pair at a time so
-// that no pair's numbers include another's traffic (each pair's first leader hands its result
-// to rank 0). Where the nodes hang off one switch, a pair is as slow as the slower of its two
-// node links, so a node's link is its faster pair: with every node in two pairs, a slow node
-// is told apart from a slow neighbour unless both its neighbours are slow too.
+// Each node's own network link, from ping-pongs between node leaders (each pair's first leader
+// hands its result to rank 0). On up to kMostNodesOneAtATime nodes no pair's numbers include
+// another's traffic; beyond, pairs that share no node run at once, which a non-blocking switch
+// carries without interference. Where the nodes hang off one switch, a pair is as slow as the
+// slower of its two node links, so a node's link is its faster pair: with every node in two
+// pairs, a slow node is told apart from a slow neighbour unless both its neighbours are slow.
 Status measureNodeLinks(AlgoContext& ctx, const topo::NodeLayout& nodes, int rank,
                         std::vector<LinkCost>* links) {
   const auto pairs = nodePairs(nodes.nodes());

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Link calibration on a network with one slow node: 3 emulated nodes x 2 ranks, every link
-# unlimited but node SLOW's (100 Mbit/s). WEFT_TUNE_CALIBRATE=2 must measure each node's link
+# Link calibration on a network with one slow node: NODES emulated nodes (default 3) x 2 ranks,
+# every link unlimited but node SLOW's (100 Mbit/s). Past 8 nodes calibration times disjoint
+# pairs at once. WEFT_TUNE_CALIBRATE=2 must measure each node's link
 # and name SLOW's as the slowest; a second job (WEFT_TUNE_CALIBRATE=1) must read the same links
 # back from the cache. The slow link is 100x slower than the others here, far outside any
 # run-to-run noise.
 #
-#   slow_link_test.sh CLUSTER_SH ALL_REDUCE_PERF SLOW
+#   slow_link_test.sh CLUSTER_SH ALL_REDUCE_PERF SLOW [NODES]
 set -euo pipefail
-(($# == 3)) || { echo "usage: slow_link_test.sh CLUSTER_SH ALL_REDUCE_PERF SLOW" >&2; exit 2; }
-cluster=$1 perf=$2 slow=$3
+(($# == 3 || $# == 4)) ||
+  { echo "usage: slow_link_test.sh CLUSTER_SH ALL_REDUCE_PERF SLOW [NODES]" >&2; exit 2; }
+cluster=$1 perf=$2 slow=$3 nodes=${4:-3}
 cache="$(mktemp -d /tmp/weft-slow-link.XXXXXX)"
 trap 'rm -rf "$cache"' EXIT
 
 run() {  # calibrate-mode: prints rank 0's tuner line
   local status=0 log
-  log="$("$cluster" --nodes 3 --ppn 2 --node-rate "$slow:100mbit" --timeout 100 -- \
+  log="$("$cluster" --nodes "$nodes" --ppn 2 --node-rate "$slow:100mbit" --timeout 100 -- \
     env WEFT_TUNE_CALIBRATE="$1" WEFT_DEBUG=INFO XDG_CACHE_HOME="$cache" \
     "$perf" -b 1K -e 1K -n 2 -w 1 -c 1 2>&1)" || status=$?
   if ((status == 77)); then echo "$log"; exit 77; fi
