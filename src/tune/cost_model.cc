@@ -85,25 +85,27 @@ struct Costing {
     const LinkCost& own = params.nodeNet[node];
     return {own.alphaMicros * busy, own.betaMicrosPerByte * busy};
   }
+  // The largest cost(link, transfers) over the nodes that a step's transfers cross.
+  template <typename Cost>
+  double slowestNode(const std::vector<int>& perNode, Cost cost) const {
+    double slowest = 0;
+    for (size_t node = 0; node < perNode.size(); ++node) {
+      if (perNode[node] > 0) slowest = std::max(slowest, cost(nodeLink(node), perNode[node]));
+    }
+    return slowest;
+  }
   // A step whose crossing transfers are counted node by node: it ends when the slowest node's
   // link has carried its own, so one slow node costs the steps that cross it and no others.
   double stepAt(const std::vector<int>& perNode, int crossing, double bytes) const {
     if (crossing == 0 || !perNodeLinks()) return step(crossing, bytes);
-    double slowest = 0;
-    for (size_t node = 0; node < perNode.size(); ++node) {
-      if (perNode[node] > 0)
-        slowest = std::max(slowest, nodeLink(node).time(bytes, perNode[node] * sharers));
-    }
-    return slowest;
+    return slowestNode(perNode, [&](const LinkCost& own, int transfers) {
+      return own.time(bytes, transfers * sharers);
+    });
   }
   // The latency of the slowest link that a step crossing these nodes uses.
   double alphaAt(const std::vector<int>& perNode, int crossing) const {
     if (crossing == 0 || !perNodeLinks()) return link(crossing).alphaMicros;
-    double slowest = 0;
-    for (size_t node = 0; node < perNode.size(); ++node) {
-      if (perNode[node] > 0) slowest = std::max(slowest, nodeLink(node).alphaMicros);
-    }
-    return slowest;
+    return slowestNode(perNode, [](const LinkCost& own, int) { return own.alphaMicros; });
   }
   double gamma(double bytes) const { return bytes * params.gammaMicrosPerByte * busy; }
   int anyCrossing() const { return layout.nodes > 1 ? 1 : 0; }
@@ -161,13 +163,10 @@ struct Costing {
       // The slowest node that tree edges cross paces the pipeline; per byte, the node whose
       // own edges take longest to carry their half of the data.
       edge.alphaMicros = alphaAt(layout.treePerNode, crossing);
-      double slowestBytes = 0;
-      for (size_t node = 0; node < layout.treePerNode.size(); ++node) {
-        if (layout.treePerNode[node] > 0)
-          slowestBytes =
-              std::max(slowestBytes, nodeLink(node).betaMicrosPerByte * layout.treePerNode[node]);
-      }
-      edge.betaMicrosPerByte = slowestBytes / crossing;
+      edge.betaMicrosPerByte =
+          slowestNode(layout.treePerNode, [](const LinkCost& own,
+                                             int edges) { return own.betaMicrosPerByte * edges; }) /
+          crossing;
     }
     // Each half goes up and down its tree once, pipelined: one iteration per chunk plus the
     // height twice to fill and drain the pipeline (allreduce_tree.cc), so even one chunk takes

@@ -57,8 +57,8 @@ readonly ifname="veth0"
 readonly subnet_prefix="10.231.7"      # private, unlikely to mean anything; lives only in our namespaces
 readonly root_port="${CLUSTER_ROOT_PORT:-29400}"
 
-nodes=2 ppn=1 layout="" numbering=block rate="" keep_logs=""
-declare -A node_rate=() timeout=300 grace=10 raw=0
+nodes=2 ppn=1 layout="" numbering=block rate="" keep_logs="" timeout=300 grace=10 raw=0
+declare -A node_rate=()   # --node-rate: node index -> its rate
 command=()
 
 # State the cleanup needs.

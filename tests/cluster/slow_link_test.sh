@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Link calibration on a network with one slow node: NODES emulated nodes (default 3) x 2 ranks,
 # every link unlimited but node SLOW's (100 Mbit/s). Past 8 nodes calibration times disjoint
-# pairs at once. WEFT_TUNE_CALIBRATE=2 must measure each node's link
-# and name SLOW's as the slowest; a second job (WEFT_TUNE_CALIBRATE=1) must read the same links
-# back from the cache. The slow link is 100x slower than the others here, far outside any
-# run-to-run noise.
+# pairs at once. WEFT_TUNE_CALIBRATE=2 must measure each node's link and name SLOW's as the
+# slowest; a second job (WEFT_TUNE_CALIBRATE=1) must read the same links back from the cache.
+# The slow link is 100x slower than the others here, far outside any run-to-run noise.
 #
 #   slow_link_test.sh CLUSTER_SH ALL_REDUCE_PERF SLOW [NODES]
 set -euo pipefail
