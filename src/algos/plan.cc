@@ -22,6 +22,7 @@ constexpr const char* kNames[kNumAlgoIds] = {
     "two_level_leader",
     "two_level_split",
     "two_level_shm",
+    "recursive_halving",
 };
 
 }  // namespace

@@ -17,16 +17,17 @@ enum class AlgoId : uint8_t {
   kDissemination,
   kDirect,
   kPointToPoint,
-  kShmFlat,         // every rank reduces everything from shared windows (small messages)
-  kShmDirect,       // each rank works on its share straight from shared windows
-  kTree,            // double binary tree (all-reduce)
-  kRabenseifner,    // recursive halving reduce-scatter + recursive doubling all-gather
-  kBruck,           // Bruck all-gather: ceil(log2 n) rounds for any n
-  kTwoLevelLeader,  // inside each node to a leader, among leaders, back inside
-  kTwoLevelSplit,   // reduce-scatter inside, one inter-node all-reduce per local rank, all-gather
-  kTwoLevelShm,     // as kTwoLevelLeader, the stages inside each node on its shared windows
+  kShmFlat,           // every rank reduces everything from shared windows (small messages)
+  kShmDirect,         // each rank works on its share straight from shared windows
+  kTree,              // double binary tree (all-reduce)
+  kRabenseifner,      // recursive halving reduce-scatter + recursive doubling all-gather
+  kBruck,             // Bruck all-gather: ceil(log2 n) rounds for any n
+  kTwoLevelLeader,    // inside each node to a leader, among leaders, back inside
+  kTwoLevelSplit,     // reduce-scatter inside, one inter-node all-reduce per local rank, all-gather
+  kTwoLevelShm,       // as kTwoLevelLeader, the stages inside each node on its shared windows
+  kRecursiveHalving,  // reduce-scatter in log2 steps, each exchanging half of the step before
 };
-constexpr int kNumAlgoIds = 16;
+constexpr int kNumAlgoIds = 17;
 
 // Whether an algorithm works on shared windows (and so needs the whole communicator on one
 // host with shared memory).

@@ -38,8 +38,10 @@ bool isPointToPoint(CollType coll) {
 
 CallSizes callSizes(const CollArgs& args, int nranks) {
   const size_t block = args.count * typeSize(args.type);
-  const size_t message =
-      args.coll == CollType::kAllGather ? block * static_cast<size_t>(nranks) : block;
+  const bool wholeBuffer = args.coll == CollType::kAllGather ||
+                           args.coll == CollType::kReduceScatter ||
+                           args.coll == CollType::kAlltoAll;
+  const size_t message = wholeBuffer ? block * static_cast<size_t>(nranks) : block;
   return {block, message};
 }
 

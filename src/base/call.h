@@ -49,7 +49,8 @@ struct CallSizes {
   size_t block = 0;    // `count` elements of the call's type (the per-rank block of the
                        // gather, scatter and all-to-all family)
   size_t message = 0;  // what the tuner sizes the call by: the block, except for all-gather,
-                       // whose message is the whole gathered buffer
+                       // reduce-scatter and all-to-all, whose message is the whole buffer of
+                       // n blocks
 };
 CallSizes callSizes(const CollArgs& args, int nranks);
 

@@ -229,6 +229,9 @@ struct Costing {
     return chain(n, bytes, link(anyCrossing()), false, std::max(1, layout.ringCrossing) * sharers);
   }
 
+  // Copying bytes inside a rank's own memory (staging, rotations).
+  double localCopy(double bytes) const { return bytes * params.shm.betaMicrosPerByte * busy; }
+
   double allgatherFlat(AlgoId algo, double bytes) const {
     const int n = layout.nranks;
     const double block = bytes / n;
@@ -237,13 +240,73 @@ struct Costing {
       return (n - 1) * stepAt(layout.ringPerNode, layout.ringCrossing, block);
     int k = 0;
     for (int distance = 1; distance < n; distance *= 2, ++k) {
+      const double sent = block * std::min(distance, n - distance);
+      if (algo == AlgoId::kBruck) {
+        total += stepAt(layout.bruckPerNode[k], layout.bruckCrossing[k], sent);
+        continue;
+      }
       const int crossing = k < static_cast<int>(layout.doublingCrossing.size())
                                ? layout.doublingCrossing[k]
                                : anyCrossing();
-      total += step(crossing, block * std::min(distance, n - distance));
+      total += step(crossing, sent);
     }
-    if (algo == AlgoId::kBruck) total += 2 * bytes * params.shm.betaMicrosPerByte * busy;
+    if (algo == AlgoId::kBruck) total += localCopy(2 * bytes);
     if (algo == AlgoId::kRecursiveDoubling) total += fold(block);
+    return total;
+  }
+
+  // The ring's first half: n-1 steps of one block each, waiting on both neighbours.
+  double reduceScatterRing(double bytes) const {
+    const int n = layout.nranks;
+    const double waits = latenciesPerStep(n > 2 ? 2 : 1) - 1;
+    return (n - 1) * (stepAt(layout.ringPerNode, layout.ringCrossing, bytes / n) +
+                      waits * alphaAt(layout.ringPerNode, layout.ringCrossing)) +
+           gamma(bytes) * (n - 1) / n;
+  }
+  // Partner at distance 2^k (largest first) exchanges S 2^k / p; the fold hands the whole
+  // input over before and one block back after.
+  double reduceScatterHalving(double bytes) const {
+    const int n = layout.nranks;
+    const int power = ring::largestPowerOfTwoAtMost(n);
+    double total = 0;
+    if (n != power) {
+      total += stepAt(layout.foldPerNode, layout.foldCrossing, bytes) + gamma(bytes) +
+               stepAt(layout.foldPerNode, layout.foldCrossing, bytes / n);
+    }
+    for (size_t k = 0; k < layout.doublingCrossing.size(); ++k) {
+      const double part = bytes * static_cast<double>(1 << k) / power;
+      total += doublingStep(k, part) + gamma(part);
+    }
+    return total;
+  }
+  double reduceScatterFlat(AlgoId algo, double bytes) const {
+    if (layout.nranks == 1) return 0;
+    if (algo == AlgoId::kRing) return reduceScatterRing(bytes);
+    if (algo == AlgoId::kRecursiveHalving) return reduceScatterHalving(bytes);
+    return -1;
+  }
+
+  double alltoallFlat(AlgoId algo, double bytes) const {
+    const int n = layout.nranks;
+    if (n == 1) return 0;
+    const double block = bytes / n;
+    if (algo == AlgoId::kPairwise) {
+      // Every exchange is posted at once: one latency per message sent, and each node's link
+      // carries all the blocks that leave the node.
+      return (n - 2) * link(layout.alltoallCrossing).alphaMicros +
+             stepAt(layout.alltoallPerNode, layout.alltoallCrossing, block);
+    }
+    if (algo != AlgoId::kBruck) return -1;
+    // Each round moves the slots whose index has the round's bit set, packed into one message
+    // each way; the buffer is rotated in and out once.
+    double total = localCopy(2 * bytes);
+    int k = 0;
+    for (int distance = 1; distance < n; distance *= 2, ++k) {
+      int moving = 0;
+      for (int slot = distance; slot < n; ++slot) moving += (slot & distance) != 0;
+      const double sent = moving * block;
+      total += stepAt(layout.bruckPerNode[k], layout.bruckCrossing[k], sent) + localCopy(2 * sent);
+    }
     return total;
   }
 };
@@ -320,6 +383,18 @@ CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
   for (int r = 0; r + 1 < 2 * rem; r += 2) sends.emplace_back(r, r + 1);
   layout.foldPerNode = transfersPerNode(nodes, sends);
   layout.foldCrossing = most(layout.foldPerNode);
+  for (int distance = 1; distance < n; distance *= 2) {
+    sends.clear();
+    for (int r = 0; r < n; ++r) sends.emplace_back(r, (r + distance) % n);
+    layout.bruckPerNode.push_back(transfersPerNode(nodes, sends));
+    layout.bruckCrossing.push_back(most(layout.bruckPerNode.back()));
+  }
+  layout.alltoallPerNode.assign(nodes.nodes(), 0);
+  for (int node = 0; node < nodes.nodes(); ++node) {
+    const int here = static_cast<int>(nodes.nodeRanks[node].size());
+    layout.alltoallPerNode[node] = here * (n - here);
+  }
+  layout.alltoallCrossing = most(layout.alltoallPerNode);
   std::vector<std::pair<int, int>> edges;
   for (int which = 0; which < 2; ++which) {
     for (int r = 0; r < n; ++r) {
@@ -376,6 +451,12 @@ std::vector<AlgoId> modelledAlgos(CollType coll, const CostLayout& layout) {
       algos = {AlgoId::kRing, AlgoId::kRecursiveDoubling, AlgoId::kBruck};
       if (twoLevel) algos.push_back(AlgoId::kTwoLevelLeader);
       break;
+    case CollType::kReduceScatter:
+      algos = {AlgoId::kRing, AlgoId::kRecursiveHalving};
+      break;
+    case CollType::kAlltoAll:
+      algos = {AlgoId::kPairwise, AlgoId::kBruck};
+      break;
     default:
       break;
   }
@@ -431,6 +512,8 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
     }
     return flat.allgatherFlat(algo, bytes);
   }
+  if (coll == CollType::kReduceScatter) return flat.reduceScatterFlat(algo, bytes);
+  if (coll == CollType::kAlltoAll) return flat.alltoallFlat(algo, bytes);
   return -1;
 }
 

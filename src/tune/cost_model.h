@@ -64,6 +64,12 @@ struct CostLayout {
   std::vector<int> doublingCrossing;
   // The fold of the n - p extra ranks: the most ranks of one node handing data across.
   int foldCrossing = 0;
+  // Bruck's rounds (all-gather, all-to-all), round k sending to the rank 2^k away: the most
+  // ranks of one node whose partner is on another node.
+  std::vector<int> bruckCrossing;
+  // All-to-all: the blocks that leave one node (each of its P ranks sends one to each of the
+  // n - P ranks elsewhere), for pairwise exchange, which posts them all at once.
+  int alltoallCrossing = 0;
   // Double binary tree: the most tree edges (both trees) leaving one node, and the height.
   int treeCrossing = 0;
   int treeHeight = 0;
@@ -72,6 +78,8 @@ struct CostLayout {
   std::vector<std::vector<int>> doublingPerNode;
   std::vector<int> foldPerNode;
   std::vector<int> treePerNode;
+  std::vector<std::vector<int>> bruckPerNode;
+  std::vector<int> alltoallPerNode;
   // CPU sharing: the most ranks (and nodes' leaders) per hardware thread on one machine. Where
   // ranks outnumber cores (the seeds' one process per core group, or emulated nodes sharing a
   // machine), a step that keeps every rank busy takes proportionally longer; a two-level
@@ -88,7 +96,8 @@ void setCpuSharing(const topo::NodeLayout& nodes, const std::vector<uint64_t>& m
                    const std::vector<int>& coresOf, CostLayout* layout);
 
 // Predicted microseconds for one call of `coll` with `algo` (and, for two-level algorithms,
-// `inner` among nodes) on `bytes` (for all-gather: the whole gathered buffer).
+// `inner` among nodes) on `bytes` (for all-gather, reduce-scatter and all-to-all: the whole
+// buffer of n blocks, CallSizes::message).
 double predictMicros(const CostParams& params, const CostLayout& layout, CollType coll, AlgoId algo,
                      AlgoId inner, size_t bytes, size_t sliceBytes);
 

@@ -179,7 +179,8 @@ Candidate bestVariant(CollType coll, AlgoId algo, size_t bytes, const Layout& la
   const std::vector<AlgoId> inners = tune::innerAlgos(coll);
   Candidate best{algo, inners.empty() ? AlgoId::kRing : inners.front(), -1};
   const bool twoLevel = isTwoLevel(algo);
-  for (AlgoId inner : twoLevel ? inners : std::vector<AlgoId>{best.inner}) {
+  // A two-level algorithm with no choice of stage among nodes (all-gather's) is priced once.
+  for (AlgoId inner : twoLevel && !inners.empty() ? inners : std::vector<AlgoId>{best.inner}) {
     double micros =
         tune::predictMicros(layout.params, layout.cost, coll, algo, inner, bytes, sliceBytes);
     if (micros >= 0 && (best.micros < 0 || micros < best.micros)) best = {algo, inner, micros};

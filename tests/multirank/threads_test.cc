@@ -120,4 +120,17 @@ TEST_CASE("tree, Rabenseifner, Bruck and recursive-doubling all-gather on 1..8 r
   checkMatrix(n, options);
 }
 
+TEST_CASE("recursive-halving reduce-scatter and Bruck all-to-all on 1..8 ranks",
+          "[threads][algos]") {
+  const char* transport = GENERATE("shm", "tcp");
+  int n = GENERATE(range(1, 9));
+  CAPTURE(transport, n);
+  ScopedEnv forced("WEFT_ALGO", "reducescatter=recursive_halving,alltoall=bruck");
+  ScopedEnv via("WEFT_TRANSPORT", transport);
+  MatrixOptions options;
+  options.colls = {Coll::kReduceScatter, Coll::kAlltoAll};
+  options.types = {weftFloat16, weftInt32, weftFloat64, weftBfloat16};
+  checkMatrix(n, options);
+}
+
 }  // namespace weft::test

@@ -35,8 +35,8 @@ struct Options {
   std::fprintf(stderr,
                "weft_tune: %s\n"
                "usage: weft_tune [predict] [--nodes N] [--ppn P] [--interleave] [--hosts AABBC]\n"
-               "                 [--net 100Gbit,5us] [--shm 4GB/s,2us] [--coll allreduce|broadcast|"
-               "allgather]\n"
+               "                 [--net 100Gbit,5us] [--shm 4GB/s,2us]\n"
+               "                 [--coll allreduce|broadcast|allgather|reducescatter|alltoall]\n"
                "                 [--min BYTES] [--max BYTES] [--factor F] [--slice BYTES]\n"
                "                 [--cores N] [--one-machine] [--node-net NODE:1Gbit,50us]...\n"
                "       weft_tune measure --help    (inside a job: times the candidates)\n"
@@ -102,13 +102,14 @@ int runPredict(int argc, char** argv) {
   Options options = parse(argc, argv);
   CollType coll = CollType::kAllReduce;
   bool known = false;
-  for (CollType candidate : {CollType::kAllReduce, CollType::kBroadcast, CollType::kAllGather}) {
+  for (CollType candidate : {CollType::kAllReduce, CollType::kBroadcast, CollType::kAllGather,
+                             CollType::kReduceScatter, CollType::kAlltoAll}) {
     if (options.coll == weft::collName(candidate)) {
       coll = candidate;
       known = true;
     }
   }
-  if (!known) usage("--coll must be allreduce, broadcast or allgather");
+  if (!known) usage("--coll must be allreduce, broadcast, allgather, reducescatter or alltoall");
 
   weft::topo::NodeLayout nodes;
   if (!options.hosts.empty()) {
@@ -156,7 +157,11 @@ int runPredict(int argc, char** argv) {
     weft::CollArgs args;
     args.coll = coll;
     args.type = weftUint8;
-    args.count = coll == CollType::kAllGather ? std::max<size_t>(1, bytes / layout.nranks) : bytes;
+    // Sizes are the whole buffer, as nccl-tests reports them; the gathering and scattering
+    // family's count is one rank's block of it.
+    const bool blocks = coll == CollType::kAllGather || coll == CollType::kReduceScatter ||
+                        coll == CollType::kAlltoAll;
+    args.count = blocks ? std::max<size_t>(1, bytes / layout.nranks) : bytes;
     weft::Plan plan = weft::choosePlan(args, layout, none, options.sliceBytes);
     std::vector<weft::Candidate> ranked =
         weft::rankCandidates(coll, bytes, layout, options.sliceBytes);

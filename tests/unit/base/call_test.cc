@@ -18,8 +18,10 @@ CollArgs callOf(CollType coll, size_t count, weftDataType_t type, int root = 0) 
 
 }  // namespace
 
-TEST_CASE("a call's block is its count in bytes and all-gather's message is the whole buffer",
-          "[call]") {
+TEST_CASE(
+    "a call's block is its count in bytes; the gathering and scattering family's message is n "
+    "blocks",
+    "[call]") {
   const CallSizes allReduce = callSizes(callOf(CollType::kAllReduce, 10, weftFloat64), 4);
   CHECK(allReduce.block == 80);
   CHECK(allReduce.message == 80);
@@ -28,7 +30,10 @@ TEST_CASE("a call's block is its count in bytes and all-gather's message is the 
   CHECK(allGather.message == 30);
   const CallSizes reduceScatter = callSizes(callOf(CollType::kReduceScatter, 7, weftInt8), 3);
   CHECK(reduceScatter.block == 7);
-  CHECK(reduceScatter.message == 7);
+  CHECK(reduceScatter.message == 21);
+  const CallSizes alltoall = callSizes(callOf(CollType::kAlltoAll, 2, weftInt32), 4);
+  CHECK(alltoall.block == 8);
+  CHECK(alltoall.message == 32);
 }
 
 TEST_CASE("extents follow each collective's buffers on and off the root", "[call]") {

@@ -191,4 +191,44 @@ TEST_CASE("a forced two-level broadcast gets a broadcast algorithm among nodes",
   }
 }
 
+TEST_CASE("Bruck's rounds and all-to-all count the transfers that leave each node", "[tune]") {
+  CostLayout byNode = buildCostLayout(topo::describedNodeLayout(4, 2, false), true);
+  CHECK(byNode.bruckCrossing == std::vector<int>{1, 2, 2});
+  CHECK(byNode.alltoallCrossing == 2 * 6);
+  CostLayout interleaved = buildCostLayout(topo::describedNodeLayout(4, 2, true), true);
+  CHECK(interleaved.bruckCrossing == std::vector<int>{2, 2, 0});
+  // Uneven nodes: the node with most ranks sends the most blocks off-node (3 x 3).
+  CostLayout uneven = buildCostLayout(topo::buildNodeLayout({1, 1, 1, 2, 2, 3}), true);
+  CHECK(uneven.alltoallPerNode == std::vector<int>{9, 8, 5});
+}
+
+TEST_CASE("reduce-scatter and all-to-all: log-step algorithms small, ring and pairwise large",
+          "[tune]") {
+  Layout layout = clusterLayout(4, 2, false, "10Gbit,25us");
+  CollArgs args;
+  args.type = weftFloat32;
+  for (CollType coll : {CollType::kReduceScatter, CollType::kAlltoAll}) {
+    CAPTURE(collName(coll));
+    args.coll = coll;
+    args.count = 4;  // 16 bytes per rank
+    Plan small = choosePlan(args, layout, AlgoOverrides{}, 512 << 10);
+    CHECK(small.algo ==
+          (coll == CollType::kReduceScatter ? AlgoId::kRecursiveHalving : AlgoId::kBruck));
+    CHECK(small.predictedMicros > 0);
+    args.count = 1 << 20;  // 4 MiB per rank
+    Plan large = choosePlan(args, layout, AlgoOverrides{}, 512 << 10);
+    CHECK(large.algo == (coll == CollType::kReduceScatter ? AlgoId::kRing : AlgoId::kPairwise));
+  }
+}
+
+TEST_CASE("the two-level all-gather is priced with its stage among nodes", "[tune]") {
+  Layout layout = clusterLayout(4, 2, false, "10Gbit,25us");
+  std::vector<Candidate> ranked = rankCandidates(CollType::kAllGather, 1 << 20, layout, 512 << 10);
+  auto twoLevel = std::find_if(ranked.begin(), ranked.end(), [](const Candidate& candidate) {
+    return candidate.algo == AlgoId::kTwoLevelLeader;
+  });
+  REQUIRE(twoLevel != ranked.end());
+  CHECK(twoLevel->micros > 0);
+}
+
 }  // namespace weft::tune
