@@ -22,7 +22,8 @@ def main():
         with open(path, encoding="utf-8") as log:
             for line in log:
                 cells = line.split()
-                if len(cells) >= 13 and cells[0].isdigit():
+                # Size 0 (a sweep from 16 bytes over 6 ranks rounds down to it) times nothing.
+                if len(cells) >= 13 and cells[0].isdigit() and int(cells[0]) > 0:
                     try:
                         times[(match.group(1), int(cells[0]))][match.group(2)].append(
                             float(cells[5]))

@@ -37,6 +37,7 @@ def main():
         sides = times[(config, size)]
         medians = {algo: statistics.median(sides[algo]) for algo in sides if sides[algo]}
         forced = {algo: t for algo, t in medians.items() if algo != "auto"}
+        # Size 0 (a sweep from 16 bytes over 6 ranks rounds down to it) times nothing.
         if not forced or "auto" not in medians or size == 0:
             continue
         fastest = min(forced, key=forced.get)

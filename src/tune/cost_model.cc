@@ -395,6 +395,11 @@ CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
     layout.alltoallPerNode[node] = here * (n - here);
   }
   layout.alltoallCrossing = most(layout.alltoallPerNode);
+  for (const std::vector<int>& ranks : nodes.nodeRanks) {
+    int runs = 0;
+    for (size_t i = 0; i < ranks.size(); ++i) runs += i == 0 || ranks[i] != ranks[i - 1] + 1;
+    layout.runsPerNode = std::max(layout.runsPerNode, runs);
+  }
   std::vector<std::pair<int, int>> edges;
   for (int which = 0; which < 2; ++which) {
     for (int r = 0; r < n; ++r) {
@@ -507,8 +512,10 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
     if (algo == AlgoId::kTwoLevelLeader) {
       const double perNode = bytes / layout.nodes;
       Costing among{params, leaders, sliceBytes, 1, leadersBusy};
-      return flat.link(0).time(perNode) + (layout.nodes - 1) * among.step(1, perNode) +
-             flat.intraTree(bytes, false);
+      // Each ring step among the leaders sends a node's blocks as one message per run.
+      const double step =
+          among.step(1, perNode) + (layout.runsPerNode - 1) * among.link(1).alphaMicros;
+      return flat.link(0).time(perNode) + (layout.nodes - 1) * step + flat.intraTree(bytes, false);
     }
     return flat.allgatherFlat(algo, bytes);
   }

@@ -70,6 +70,9 @@ struct CostLayout {
   // All-to-all: the blocks that leave one node (each of its P ranks sends one to each of the
   // n - P ranks elsewhere), for pairwise exchange, which posts them all at once.
   int alltoallCrossing = 0;
+  // The most runs of consecutive ranks on one node (1 where ranks are numbered node by node):
+  // a stage among nodes that moves a node's blocks sends one message per run.
+  int runsPerNode = 1;
   // Double binary tree: the most tree edges (both trees) leaving one node, and the height.
   int treeCrossing = 0;
   int treeHeight = 0;

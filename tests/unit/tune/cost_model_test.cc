@@ -195,8 +195,10 @@ TEST_CASE("Bruck's rounds and all-to-all count the transfers that leave each nod
   CostLayout byNode = buildCostLayout(topo::describedNodeLayout(4, 2, false), true);
   CHECK(byNode.bruckCrossing == std::vector<int>{1, 2, 2});
   CHECK(byNode.alltoallCrossing == 2 * 6);
+  CHECK(byNode.runsPerNode == 1);
   CostLayout interleaved = buildCostLayout(topo::describedNodeLayout(4, 2, true), true);
   CHECK(interleaved.bruckCrossing == std::vector<int>{2, 2, 0});
+  CHECK(interleaved.runsPerNode == 2);  // node 0 holds ranks 0 and 4
   // Uneven nodes: the node with most ranks sends the most blocks off-node (3 x 3).
   CostLayout uneven = buildCostLayout(topo::buildNodeLayout({1, 1, 1, 2, 2, 3}), true);
   CHECK(uneven.alltoallPerNode == std::vector<int>{9, 8, 5});
