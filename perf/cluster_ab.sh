@@ -24,15 +24,12 @@ max="${MAX:-64M}"
 out="${OUT:-cluster-ab}"
 perf="${PERF:-$root/build/perf/all_reduce_perf}"
 mkdir -p "$out"
+source "$root/perf/cluster_configs.sh"
 # The calibration cache is keyed by host names, which every emulated cluster reuses.
 export XDG_CACHE_HOME="$out/cache"
 
 for config in "${configs[@]}"; do
-  IFS=. read -r shape numbering slow <<<"$config"
-  if [[ "$shape" == *+* ]]; then geometry=(--layout "${shape//+/,}")
-  else geometry=(--nodes "${shape%x*}" --ppn "${shape#*x}"); fi
-  [[ -n "$slow" ]] && geometry+=(--node-rate "$slow")
-  cluster=("$root/tests/cluster/cluster.sh" "${geometry[@]}" --numbering "$numbering" --timeout 300 --)
+  cluster_for "$config"
   for lib in "$a" "$b"; do
     "${cluster[@]}" env LD_PRELOAD="$lib" WEFT_TUNE_CALIBRATE=2 WEFT_DEBUG=INFO \
       "$perf" -b 16 -e 16 -n 2 -w 1 -c 0 2>&1 | sed -n "s|.*tuner: |$config $lib: |p" \

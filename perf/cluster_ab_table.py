@@ -2,33 +2,19 @@
 """The table of perf/cluster_ab.sh: per configuration and size, B's median out-of-place time
 over A's (medians over the rounds), then how many cells moved by more than 10 % either way and
 the geometric mean per size."""
-import glob
 import math
-import os
 import re
 import statistics
 import sys
 from collections import defaultdict
 
+from perf_logs import out_of_place_times
+
 
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else "cluster-ab"
-    times = defaultdict(lambda: defaultdict(list))  # (config, size) -> side -> [us]
-    name = re.compile(r"(.+)\.(A|B)\.(small|large)\.\d+\.txt$")
-    for path in glob.glob(os.path.join(folder, "*.txt")):
-        match = name.match(os.path.basename(path))
-        if not match:
-            continue
-        with open(path, encoding="utf-8") as log:
-            for line in log:
-                cells = line.split()
-                # Size 0 (a sweep from 16 bytes over 6 ranks rounds down to it) times nothing.
-                if len(cells) >= 13 and cells[0].isdigit() and int(cells[0]) > 0:
-                    try:
-                        times[(match.group(1), int(cells[0]))][match.group(2)].append(
-                            float(cells[5]))
-                    except ValueError:
-                        pass  # a log line of another rank written across the table
+    # (config, size) -> side -> [us]
+    times = out_of_place_times(folder, re.compile(r"(.+)\.(A|B)\.(small|large)\.\d+\.txt$"))
     configs = sorted({config for config, _ in times})
     sizes = sorted({size for _, size in times})
     print("| configuration | " + " | ".join(str(size) for size in sizes) + " |")

@@ -30,15 +30,12 @@ rounds="${ROUNDS:-3}"
 max="${MAX:-16M}"
 out="${OUT:-cluster-algos-$coll}"
 mkdir -p "$out"
+source "$root/perf/cluster_configs.sh"
 # The calibration cache is keyed by host names, which every emulated cluster reuses.
 export XDG_CACHE_HOME="$out/cache"
 
 for config in "${configs[@]}"; do
-  IFS=. read -r shape numbering slow <<<"$config"
-  if [[ "$shape" == *+* ]]; then geometry=(--layout "${shape//+/,}")
-  else geometry=(--nodes "${shape%x*}" --ppn "${shape#*x}"); fi
-  [[ -n "$slow" ]] && geometry+=(--node-rate "$slow")
-  cluster=("$root/tests/cluster/cluster.sh" "${geometry[@]}" --numbering "$numbering" --timeout 300 --)
+  cluster_for "$config"
   "${cluster[@]}" env WEFT_TUNE_CALIBRATE=2 WEFT_DEBUG=INFO "$perf" -b 16 -e 16 -n 2 -w 1 -c 0 \
     2>&1 | sed -n "s|.*tuner: |$config: |p" >>"$out/calibration.log"
   for ((round = 1; round <= rounds; ++round)); do

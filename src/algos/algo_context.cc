@@ -119,6 +119,14 @@ Status AlgoContext::waitPosted(size_t begin, size_t end) {
   return fabric_.waitAll(posted.data() + firstPosted_ + begin, end - begin);
 }
 
+Status AlgoContext::exchange(int peer, const void* send, size_t sendBytes, void* recv,
+                             size_t recvBytes) {
+  const size_t first = postedCount();
+  if (sendBytes > 0) this->send(peer, send, sendBytes);
+  if (recvBytes > 0) this->recv(peer, recv, recvBytes);
+  return waitPosted(first, postedCount());
+}
+
 Status AlgoContext::waitForFlags(int which, uint64_t round, int only) {
   SharedWindows& shared = *windows();
   const int size = only < 0 ? shared.localSize() : only + 1;

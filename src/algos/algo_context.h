@@ -92,6 +92,9 @@ class AlgoContext {
   size_t postedCount() const { return resources_.posted().size() - firstPosted_; }
   Xfer* posted(size_t index) const { return resources_.posted()[firstPosted_ + index]; }
   Status waitPosted(size_t begin, size_t end);
+  // Sends `sendBytes` to `peer` and receives `recvBytes` from it, each only when not empty (the
+  // peer computes the same sizes), and waits for both: what was sent may be overwritten next.
+  Status exchange(int peer, const void* send, size_t sendBytes, void* recv, size_t recvBytes);
 
   void* scratch(size_t bytes) { return resources_.scratch(bytes); }
 

@@ -70,15 +70,6 @@ class Rabenseifner {
   char* at(const ring::Range& range) const { return out_ + range.offset * typeSize_; }
   size_t bytes(const ring::Range& range) const { return range.count * typeSize_; }
 
-  // Sends `send` and receives `recvBytes` into `target`, each only when not empty (the peer
-  // computes the same sizes), and waits for both: what was sent may be overwritten next.
-  Status exchange(int peer, const char* send, size_t sendBytes, void* target, size_t recvBytes) {
-    const size_t first = ctx_.postedCount();
-    if (sendBytes > 0) ctx_.send(peer, send, sendBytes);
-    if (recvBytes > 0) ctx_.recv(peer, target, recvBytes);
-    return ctx_.waitPosted(first, ctx_.postedCount());
-  }
-
   // After the fold the running sums are in the output, except on ranks that have not reduced
   // anything yet, whose first halving step reads the input directly (saving a copy).
   Status fold(int* virtualRank) {
@@ -87,8 +78,8 @@ class Rabenseifner {
       *virtualRank = rank_ - rem_;
       return Status::ok();
     }
-    if (rank_ % 2 == 0) return exchange(rank_ + 1, in_, all, nullptr, 0);
-    WEFT_TRY(exchange(rank_ - 1, nullptr, 0, incoming_, all));
+    if (rank_ % 2 == 0) return ctx_.exchange(rank_ + 1, in_, all, nullptr, 0);
+    WEFT_TRY(ctx_.exchange(rank_ - 1, nullptr, 0, incoming_, all));
     ctx_.reduce(out_, incoming_, in_, count_);  // (lower rank, higher rank), as everywhere
     reduced_ = true;
     *virtualRank = rank_ / 2;
@@ -106,8 +97,8 @@ class Rabenseifner {
       const ring::Range keep = blocks(keepFirst, keepFirst + mask);
       const ring::Range give = blocks(giveFirst, giveFirst + mask);
       const char* source = reduced_ ? out_ : in_;
-      WEFT_TRY(exchange(peerOf(partner), source + give.offset * typeSize_, bytes(give), incoming_,
-                        bytes(keep)));
+      WEFT_TRY(ctx_.exchange(peerOf(partner), source + give.offset * typeSize_, bytes(give),
+                             incoming_, bytes(keep)));
       const char* mine = source + keep.offset * typeSize_;
       // Partners combine (lower, higher) alike, so the result does not depend on who reduced.
       if (v < partner) {
@@ -129,7 +120,7 @@ class Rabenseifner {
       const int theirsFirst = partner & ~(mask - 1);
       const ring::Range mine = blocks(mineFirst, mineFirst + mask);
       const ring::Range theirs = blocks(theirsFirst, theirsFirst + mask);
-      WEFT_TRY(exchange(peerOf(partner), at(mine), bytes(mine), at(theirs), bytes(theirs)));
+      WEFT_TRY(ctx_.exchange(peerOf(partner), at(mine), bytes(mine), at(theirs), bytes(theirs)));
     }
     return Status::ok();
   }
@@ -137,8 +128,8 @@ class Rabenseifner {
   Status unfold() {
     if (rank_ >= 2 * rem_) return Status::ok();
     const size_t all = count_ * typeSize_;
-    if (rank_ % 2 == 1) return exchange(rank_ - 1, out_, all, nullptr, 0);
-    return exchange(rank_ + 1, nullptr, 0, out_, all);
+    if (rank_ % 2 == 1) return ctx_.exchange(rank_ - 1, out_, all, nullptr, 0);
+    return ctx_.exchange(rank_ + 1, nullptr, 0, out_, all);
   }
 
   AlgoContext& ctx_;

@@ -55,15 +55,6 @@ class RecursiveHalving {
   size_t offsetOf(int v) const { return static_cast<size_t>(firstBlock(v)) * count_ * typeSize_; }
   size_t blockBytes() const { return count_ * typeSize_; }
 
-  // Sends and receives, each only when not empty (the peer computes the same sizes), and waits
-  // for both.
-  Status exchange(int peer, const char* send, size_t sendBytes, void* target, size_t recvBytes) {
-    const size_t first = ctx_.postedCount();
-    if (sendBytes > 0) ctx_.send(peer, send, sendBytes);
-    if (recvBytes > 0) ctx_.recv(peer, target, recvBytes);
-    return ctx_.waitPosted(first, ctx_.postedCount());
-  }
-
   // The first 2 rem ranks pair up: the even one hands its whole input over and gets its
   // finished block back at the end; the odd one goes on as virtual rank rank/2.
   Status fold(int* virtualRank) {
@@ -73,10 +64,10 @@ class RecursiveHalving {
     }
     if (rank_ % 2 == 0) {
       // In place the output lies inside the input: the input must have left first.
-      WEFT_TRY(exchange(rank_ + 1, in_, allBytes(), nullptr, 0));
-      return exchange(rank_ + 1, nullptr, 0, out_, blockBytes());
+      WEFT_TRY(ctx_.exchange(rank_ + 1, in_, allBytes(), nullptr, 0));
+      return ctx_.exchange(rank_ + 1, nullptr, 0, out_, blockBytes());
     }
-    WEFT_TRY(exchange(rank_ - 1, nullptr, 0, incoming_, allBytes()));
+    WEFT_TRY(ctx_.exchange(rank_ - 1, nullptr, 0, incoming_, allBytes()));
     ctx_.reduce(work_, incoming_, in_, nranks_ * count_);  // (lower rank, higher rank)
     reduced_ = true;
     *virtualRank = rank_ / 2;
@@ -96,8 +87,8 @@ class RecursiveHalving {
       const size_t giveOffset = offsetOf(giveFirst);
       const size_t giveBytes = offsetOf(giveFirst + mask) - giveOffset;
       const char* source = reduced_ ? work_ : in_;
-      WEFT_TRY(exchange(ring::foldedRank(partner, rem_), source + giveOffset, giveBytes, incoming_,
-                        keepBytes));
+      WEFT_TRY(ctx_.exchange(ring::foldedRank(partner, rem_), source + giveOffset, giveBytes,
+                             incoming_, keepBytes));
       const char* mine = source + keepOffset;
       const size_t elements = keepBytes / typeSize_;
       // Partners combine (lower, higher) alike, as the other reducing algorithms do.
@@ -121,7 +112,7 @@ class RecursiveHalving {
     if (v >= rem_) return Status::ok();
     char* neighbours = own - blockBytes();
     ctx_.finish(neighbours, count_);
-    return exchange(rank_ - 1, neighbours, blockBytes(), nullptr, 0);
+    return ctx_.exchange(rank_ - 1, neighbours, blockBytes(), nullptr, 0);
   }
 
   AlgoContext& ctx_;

@@ -1,0 +1,27 @@
+"""Reading the nccl-tests-style tables that the perf tools print, for the scripts that compare
+runs (perf/cluster_ab_table.py, perf/cluster_algos_table.py)."""
+import glob
+import os
+from collections import defaultdict
+
+
+def out_of_place_times(folder, name):
+    """Out-of-place microseconds per (run key, size) and side, from every file in `folder`
+    whose name matches `name`, a compiled pattern whose groups 1 and 2 are the run key and the
+    side: {(key, size): {side: [us, ...]}}."""
+    times = defaultdict(lambda: defaultdict(list))
+    for path in glob.glob(os.path.join(folder, "*.txt")):
+        match = name.match(os.path.basename(path))
+        if not match:
+            continue
+        with open(path, encoding="utf-8") as log:
+            for line in log:
+                cells = line.split()
+                # Size 0 (a sweep from 16 bytes over 6 ranks rounds down to it) times nothing.
+                if len(cells) < 13 or not cells[0].isdigit() or int(cells[0]) == 0:
+                    continue
+                try:
+                    times[(match.group(1), int(cells[0]))][match.group(2)].append(float(cells[5]))
+                except ValueError:
+                    pass  # a log line of another rank written across the table
+    return times
