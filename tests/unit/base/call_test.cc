@@ -18,10 +18,8 @@ CollArgs callOf(CollType coll, size_t count, weftDataType_t type, int root = 0) 
 
 }  // namespace
 
-TEST_CASE(
-    "a call's block is its count in bytes; the gathering and scattering family's message is n "
-    "blocks",
-    "[call]") {
+TEST_CASE("a call's block is its count in bytes, its message n blocks for the gathering family",
+          "[call]") {
   const CallSizes allReduce = callSizes(callOf(CollType::kAllReduce, 10, weftFloat64), 4);
   CHECK(allReduce.block == 80);
   CHECK(allReduce.message == 80);
