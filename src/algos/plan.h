@@ -61,6 +61,7 @@ struct Plan {
   bool nearestFirst = false;
   double predictedMicros = 0;  // the cost model's estimate (0: not modelled)
   bool fromTable = false;      // a measured tuning table's rule chose it
+  bool forced = false;         // WEFT_ALGO chose it
 };
 
 }  // namespace weft

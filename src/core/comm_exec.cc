@@ -30,7 +30,7 @@ void logDecision(const weftComm* comm, const CollArgs& args, const Plan& plan) {
   std::vector<Candidate> ranked =
       rankCandidates(args.coll, bytes, comm->layout, comm->config.sliceBytes);
   if (ranked.empty()) {
-    text += plan.fromTable ? " (tuning table)" : " (size rule)";
+    text += plan.fromTable ? " (tuning table)" : plan.forced ? " (forced)" : " (size rule)";
   } else {
     char number[32];
     std::snprintf(number, sizeof(number), "%.1f", plan.predictedMicros);

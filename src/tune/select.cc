@@ -216,6 +216,7 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
       break;
     }
   }
+  plan.forced = forced.has_value();
   if (!forced && layout.table) {
     if (const tune::TableRule* rule = layout.table->ruleFor(args.coll, callBytes)) {
       forced = rule->choice;

@@ -29,6 +29,17 @@ Layout oneHost(int nranks) {
 
 }  // namespace
 
+TEST_CASE("a plan says whether WEFT_ALGO forced it", "[tune]") {
+  AlgoOverrides forced;
+  REQUIRE(parseAlgoOverrides("reducescatter=recursive_halving", &forced).isOk());
+  const Plan halving = choosePlan(args(CollType::kReduceScatter, 16), oneHost(4), forced, 4096);
+  CHECK(halving.algo == AlgoId::kRecursiveHalving);
+  CHECK(halving.forced);
+  CHECK_FALSE(choosePlan(args(CollType::kAllReduce, 16), oneHost(4), forced, 4096).forced);
+  CHECK_FALSE(
+      choosePlan(args(CollType::kReduceScatter, 16), oneHost(4), AlgoOverrides{}, 4096).forced);
+}
+
 TEST_CASE("on one host with shared memory the direct algorithms are chosen", "[tune]") {
   AlgoOverrides none;
   CHECK(choosePlan(args(CollType::kAllReduce, 2), oneHost(4), none, 4096).algo == AlgoId::kShmFlat);
