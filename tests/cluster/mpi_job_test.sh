@@ -83,8 +83,10 @@ read -r killed_host killed_at <<<"$killed"
 [[ "$killed_host" == node2 ]] || fail "rank 5 ran on $killed_host, not node2"
 # weft's survivors name it as "rank 5 (node2:pid N)" when they fail before the launcher ends
 # them; the launcher names it in its own words otherwise.
-grep -v "^kill_rank" "$work/kill.log" | grep -v "weft INFO" | grep -iq "rank 5" ||
-  { tail -20 "$work/kill.log"; fail "nothing names rank 5"; }
+# Counted, not grep -q: under pipefail a grep that quits at the first match can kill the one
+# feeding it with SIGPIPE and fail the pipeline though rank 5 is named.
+named=$(grep -v "^kill_rank" "$work/kill.log" | grep -v "weft INFO" | grep -ci "rank 5" || true)
+((named > 0)) || { tail -20 "$work/kill.log"; fail "nothing names rank 5"; }
 seconds="$(awk -v a="$killed_at" -v b="$ended" 'BEGIN { printf "%.2f", b - a }')"
 echo "ok: the job failed (status $status) $seconds s after the kill"
 grep -i "rank 5" "$work/kill.log" | grep -v "^kill_rank" | grep -v "weft INFO" | head -3 || true
