@@ -5,7 +5,8 @@
 # configuration and size, each algorithm's median out-of-place time and auto's over the fastest
 # forced one (perf/cluster_algos_table.py).
 #
-#   perf/cluster_algos.sh COLL      COLL: allreduce, allgather, reducescatter, alltoall, broadcast
+#   perf/cluster_algos.sh COLL      COLL: allreduce, allgather, reducescatter, alltoall, broadcast,
+#                                 reduce
 #
 # Environment: ALGOS (the forced algorithms; default: the collective's flat ones), CONFIGS
 # (space-separated SHAPE.NUMBERING[.NODE:RATE] as in perf/cluster_ab.sh; default 4x2.block
@@ -13,13 +14,14 @@
 # (cluster-algos-COLL), BUILD (build).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-coll="${1:?usage: perf/cluster_algos.sh allreduce|allgather|reducescatter|alltoall|broadcast}"
+coll="${1:?usage: perf/cluster_algos.sh allreduce|allgather|reducescatter|alltoall|broadcast|reduce}"
 case "$coll" in
   allreduce) binary=all_reduce_perf default_algos="ring recursive_doubling rabenseifner tree" ;;
   allgather) binary=all_gather_perf default_algos="ring recursive_doubling bruck two_level_leader" ;;
   reducescatter) binary=reduce_scatter_perf default_algos="ring recursive_halving" ;;
   alltoall) binary=alltoall_perf default_algos="pairwise bruck" ;;
   broadcast) binary=broadcast_perf default_algos="binomial chain two_level_leader" ;;
+  reduce) binary=reduce_perf default_algos="binomial chain" ;;
   *) echo "perf/cluster_algos.sh: unknown collective '$coll'" >&2; exit 2 ;;
 esac
 build="$(cd "${BUILD:-$root/build}" && pwd)"

@@ -51,6 +51,35 @@ std::vector<int> transfersPerNode(const topo::NodeLayout& nodes,
   return out;
 }
 
+// Counts each rank's messages in a broadcast schedule given by its sends (from, to).
+BroadcastMessages broadcastMessages(const topo::NodeLayout& nodes,
+                                    const std::vector<std::pair<int, int>>& sends) {
+  BroadcastMessages messages;
+  const size_t n = static_cast<size_t>(nodes.nranks());
+  messages.crossing.assign(n, 0);
+  messages.local.assign(n, 0);
+  for (auto [from, to] : sends) {
+    const bool crosses = nodes.nodeOf[from] != nodes.nodeOf[to];
+    std::vector<int>& counts = crosses ? messages.crossing : messages.local;
+    ++counts[from];
+    ++counts[to];
+    ++(crosses ? messages.crossingTotal : messages.localTotal);
+  }
+  return messages;
+}
+
+// A binomial broadcast over `members` from members[0]: the member at position r receives from
+// position r minus r's lowest set bit (broadcast_binomial.cc).
+void addBinomialSends(const std::vector<int>& members, std::vector<std::pair<int, int>>* sends) {
+  for (size_t r = 1; r < members.size(); ++r)
+    sends->emplace_back(members[r - (r & -r)], members[r]);
+}
+
+// A chain from members[0] through the members in order (broadcast_chain.cc).
+void addChainSends(const std::vector<int>& members, std::vector<std::pair<int, int>>* sends) {
+  for (size_t r = 1; r < members.size(); ++r) sends->emplace_back(members[r - 1], members[r]);
+}
+
 // The same computation for N ranks on N nodes: the leaders' (or split groups') layout.
 const CostLayout& acrossNodes(int nodes) {
   thread_local std::vector<std::unique_ptr<CostLayout>> cache;
@@ -223,10 +252,74 @@ struct Costing {
     return rounds * edge.alphaMicros + (bytes + beyond) * edge.betaMicrosPerByte;
   }
 
+  // A broadcast as a loop of calls runs it, which is what the benchmarks time and what a
+  // model's parameter broadcasts do. No rank waits for the others to finish: the root returns
+  // once its sends have left, so each call's messages follow the previous call's down the tree
+  // or chain, and a call costs what its busiest rank does (every message it handles, one after
+  // another), or, where ranks outnumber cores, the bytes that all ranks move on those shared
+  // cores. The chain's n - 1 latencies from end to end do not add up: on 8 emulated ranks a
+  // 16-byte broadcast took about two message latencies by chain and three by binomial tree,
+  // where pricing one call's critical path, every step slowed by the shared cores, had
+  // predicted 2-25x the measured times (docs/TUNING.md "The cost model").
+  struct BroadcastStage {
+    const BroadcastMessages& messages;
+    double units;      // messages per schedule edge: 1, or a chain's slices
+    double unitBytes;  // bytes per message
+    bool pipelined;    // a chain: a rank receives the next slice while it sends the last
+  };
+  // One rank's messages in a stage: a tree's one after another; a chain's receive and send
+  // overlap slice by slice, so only the slower of its two edges is paid for every slice.
+  double rankStage(const BroadcastStage& stage, size_t r, const LinkCost& net,
+                   const LinkCost& local) const {
+    const double crossing = stage.messages.crossing[r] * net.time(stage.unitBytes);
+    const double onNode = stage.messages.local[r] * local.time(stage.unitBytes);
+    if (!stage.pipelined) return stage.units * (crossing + onNode);
+    const double slower = stage.messages.crossing[r] > 0 ? net.time(stage.unitBytes)
+                          : stage.messages.local[r] > 0  ? local.time(stage.unitBytes)
+                                                         : 0;
+    return stage.units * slower + (crossing + onNode - slower);
+  }
+  double broadcastLoop(std::initializer_list<BroadcastStage> stages) const {
+    const LinkCost& net = params.net;
+    const LinkCost& local = layout.intraShm ? params.shm : params.net;
+    double busiest = 0;
+    // Every stage counts all ranks (none, in a layout that was not built from nodes).
+    for (size_t r = 0; r < stages.begin()->messages.crossing.size(); ++r) {
+      double own = 0;
+      for (const BroadcastStage& stage : stages) own += rankStage(stage, r, net, local);
+      busiest = std::max(busiest, own);
+    }
+    if (layout.ranksPerCore <= 1) return busiest;
+    double bytesOnCores = 0;
+    for (const BroadcastStage& stage : stages) {
+      bytesOnCores += stage.units * stage.unitBytes *
+                      (stage.messages.crossingTotal * net.betaMicrosPerByte +
+                       stage.messages.localTotal * local.betaMicrosPerByte);
+    }
+    return std::max(busiest, bytesOnCores * layout.ranksPerCore / layout.nranks);
+  }
+  BroadcastStage treeStage(const BroadcastMessages& messages, double bytes) const {
+    return {messages, 1, bytes, false};
+  }
+  BroadcastStage chainStage(const BroadcastMessages& messages, double bytes) const {
+    const double slice = std::min<double>(bytes, static_cast<double>(sliceBytes));
+    return {messages, std::ceil(bytes / std::max(1.0, slice)), slice, true};
+  }
   double broadcastFlat(AlgoId algo, double bytes) const {
-    const int n = layout.nranks;
-    if (algo == AlgoId::kBinomial) return binomial(n, bytes, link(anyCrossing()), false);
-    return chain(n, bytes, link(anyCrossing()), false, std::max(1, layout.ringCrossing) * sharers);
+    if (algo == AlgoId::kBinomial)
+      return broadcastLoop({treeStage(layout.binomialMessages, bytes)});
+    return broadcastLoop({chainStage(layout.chainMessages, bytes)});
+  }
+  // The two-level broadcast: `inner` among one rank per node, then a tree or chain inside
+  // every node (two_level::intraAlgo).
+  double broadcastTwoLevel(AlgoId inner, double bytes) const {
+    const BroadcastStage among = inner == AlgoId::kChain
+                                     ? chainStage(layout.leadersChainMessages, bytes)
+                                     : treeStage(layout.leadersBinomialMessages, bytes);
+    const BroadcastStage inNode = bytes > 64 * 1024  // two_level::intraAlgo
+                                      ? chainStage(layout.nodeChainMessages, bytes)
+                                      : treeStage(layout.nodeBinomialMessages, bytes);
+    return broadcastLoop({among, inNode});
   }
 
   // Copying bytes inside a rank's own memory (staging, rotations).
@@ -410,6 +503,23 @@ CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
   layout.treePerNode = crossingPerNode(nodes, edges);
   layout.treeCrossing = most(layout.treePerNode);
   layout.treeHeight = tree::heightOf(n);
+
+  std::vector<int> everyone(static_cast<size_t>(n)), leaders;
+  for (int r = 0; r < n; ++r) everyone[static_cast<size_t>(r)] = r;
+  for (int node = 0; node < nodes.nodes(); ++node) leaders.push_back(nodes.leaderOf(node));
+  auto messagesOf =
+      [&](void (*schedule)(const std::vector<int>&, std::vector<std::pair<int, int>>*),
+          const std::vector<std::vector<int>>& groups) {
+        std::vector<std::pair<int, int>> scheduleSends;
+        for (const std::vector<int>& group : groups) schedule(group, &scheduleSends);
+        return broadcastMessages(nodes, scheduleSends);
+      };
+  layout.binomialMessages = messagesOf(addBinomialSends, {everyone});
+  layout.chainMessages = messagesOf(addChainSends, {everyone});
+  layout.leadersBinomialMessages = messagesOf(addBinomialSends, {leaders});
+  layout.leadersChainMessages = messagesOf(addChainSends, {leaders});
+  layout.nodeBinomialMessages = messagesOf(addBinomialSends, nodes.nodeRanks);
+  layout.nodeChainMessages = messagesOf(addChainSends, nodes.nodeRanks);
   return layout;
 }
 
@@ -502,10 +612,7 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
     return flat.flatAllreduce(algo, bytes);
   }
   if (coll == CollType::kBroadcast) {
-    if (algo == AlgoId::kTwoLevelLeader) {
-      Costing among{params, leaders, sliceBytes, 1, leadersBusy};
-      return among.broadcastFlat(inner, bytes) + flat.intraTree(bytes, false);
-    }
+    if (algo == AlgoId::kTwoLevelLeader) return flat.broadcastTwoLevel(inner, bytes);
     return flat.broadcastFlat(algo, bytes);
   }
   if (coll == CollType::kAllGather) {

@@ -51,6 +51,15 @@ std::string describeLink(const LinkCost& link);
 void useNodeLinks(std::vector<LinkCost> links, CostParams* params);
 
 // What the model needs from the layout, computed once per communicator.
+// The messages each rank handles in one broadcast from rank 0 along a tree or chain, by rank:
+// those that cross to another node and those that stay on it.
+struct BroadcastMessages {
+  std::vector<int> crossing;
+  std::vector<int> local;
+  int crossingTotal = 0;  // messages (each counted once) that cross nodes
+  int localTotal = 0;
+};
+
 struct CostLayout {
   int nranks = 1;
   int nodes = 1;
@@ -83,6 +92,15 @@ struct CostLayout {
   std::vector<int> treePerNode;
   std::vector<std::vector<int>> bruckPerNode;
   std::vector<int> alltoallPerNode;
+  // Broadcast schedules over the whole communicator (binomial tree, chain in rank order), over
+  // one rank per node (the two-level broadcast's stage among nodes), and inside every node at
+  // once.
+  BroadcastMessages binomialMessages;
+  BroadcastMessages chainMessages;
+  BroadcastMessages leadersBinomialMessages;
+  BroadcastMessages leadersChainMessages;
+  BroadcastMessages nodeBinomialMessages;
+  BroadcastMessages nodeChainMessages;
   // CPU sharing: the most ranks (and nodes' leaders) per hardware thread on one machine. Where
   // ranks outnumber cores (the seeds' one process per core group, or emulated nodes sharing a
   // machine), a step that keeps every rank busy takes proportionally longer; a two-level

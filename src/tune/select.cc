@@ -64,7 +64,9 @@ AlgoId defaultAlgo(const CollArgs& args, size_t bytes, const Layout& layout) {
     case CollType::kBroadcast:
       return bytes <= kSmallMessageBytes ? AlgoId::kBinomial : AlgoId::kChain;
     case CollType::kReduce:
-      return bytes <= kSmallMessageBytes ? AlgoId::kBinomial : AlgoId::kChain;
+      // At 64 KiB itself the chain measured faster on 7 of 10 emulated clusters (1.2-1.6x)
+      // and level on the others (docs/PERFORMANCE.md "Broadcast and reduce").
+      return bytes < kSmallMessageBytes ? AlgoId::kBinomial : AlgoId::kChain;
     case CollType::kAllGather:
     case CollType::kReduceScatter:
       return AlgoId::kRing;

@@ -233,4 +233,53 @@ TEST_CASE("the two-level all-gather is priced with its stage among nodes", "[tun
   CHECK(twoLevel->micros > 0);
 }
 
+TEST_CASE("broadcast schedules count each rank's messages on and off its node", "[tune]") {
+  CostLayout byNode = buildCostLayout(topo::describedNodeLayout(4, 2, false), true);
+  // Binomial from rank 0: 0->1, 0->2, 2->3, 0->4, 4->5, 4->6, 6->7; nodes {0,1} {2,3} ...
+  CHECK(byNode.binomialMessages.crossing == std::vector<int>{2, 0, 1, 0, 2, 0, 1, 0});
+  CHECK(byNode.binomialMessages.local == std::vector<int>{1, 1, 1, 1, 1, 1, 1, 1});
+  CHECK(byNode.binomialMessages.crossingTotal == 3);
+  CHECK(byNode.chainMessages.crossing == std::vector<int>{0, 1, 1, 1, 1, 1, 1, 0});
+  CHECK(byNode.chainMessages.localTotal == 4);
+  CostLayout interleaved = buildCostLayout(topo::describedNodeLayout(4, 2, true), true);
+  CHECK(interleaved.chainMessages.crossingTotal == 7);
+  // The two-level stages: a chain among the leaders 0-3, then 0->4, 1->5, ... inside nodes.
+  CHECK(interleaved.leadersChainMessages.crossing == std::vector<int>{1, 2, 2, 1, 0, 0, 0, 0});
+  CHECK(interleaved.nodeChainMessages.local == std::vector<int>{1, 1, 1, 1, 1, 1, 1, 1});
+  CHECK(interleaved.nodeChainMessages.crossingTotal == 0);
+  // Uneven nodes: ranks 0-2, 3-4, 5; the node stage's binomial tree inside the first node.
+  CostLayout uneven = buildCostLayout(topo::buildNodeLayout({1, 1, 1, 2, 2, 3}), true);
+  CHECK(uneven.nodeBinomialMessages.local == std::vector<int>{2, 1, 1, 1, 1, 0});
+  CHECK(uneven.leadersBinomialMessages.crossing == std::vector<int>{2, 0, 0, 1, 0, 1});
+}
+
+TEST_CASE("a broadcast in a loop costs its busiest rank's messages", "[tune]") {
+  // 8 ranks sharing 2 cores, as on emulated nodes.
+  Layout layout = clusterLayout(4, 2, true, "1.6GB/s,5us");
+  REQUIRE(parseLink("8GB/s,4us", &layout.params.shm).isOk());
+  layout.cost.ranksPerCore = 4;
+  layout.cost.leadersPerCore = 2;
+  auto broadcast = [&](AlgoId algo, size_t bytes, AlgoId inner = AlgoId::kBinomial) {
+    return predictMicros(layout.params, layout.cost, CollType::kBroadcast, algo, inner, bytes,
+                         512 * 1024);
+  };
+  // 16 bytes: a rank of the chain handles two messages, whatever the chain's length; the
+  // binomial root three, one of them to its node-mate 4.
+  CHECK(broadcast(AlgoId::kChain, 16) == Approx(2 * 5.0).epsilon(0.01));
+  CHECK(broadcast(AlgoId::kBinomial, 16) == Approx(2 * 5.0 + 4.0).epsilon(0.01));
+  CollArgs args;
+  args.coll = CollType::kBroadcast;
+  args.type = weftUint8;
+  args.count = 16;
+  CHECK(choosePlan(args, layout, AlgoOverrides{}, 512 << 10).algo == AlgoId::kChain);
+  // 16 MiB on shared cores: every flat schedule carries the message 7 times over the network,
+  // the two-level one 3 times, and 4 times through shared memory.
+  const double perCopy = (16 << 20) / 1.6e3;
+  CHECK(broadcast(AlgoId::kChain, 16 << 20) == Approx(7 * perCopy / 2).epsilon(0.01));
+  args.count = 16 << 20;
+  Plan large = choosePlan(args, layout, AlgoOverrides{}, 512 << 10);
+  CHECK(large.algo == AlgoId::kTwoLevelLeader);
+  CHECK(large.predictedMicros < broadcast(AlgoId::kBinomial, 16 << 20));
+}
+
 }  // namespace weft::tune

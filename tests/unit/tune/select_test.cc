@@ -84,6 +84,9 @@ TEST_CASE("small all-reduces use recursive doubling, large ones the ring", "[tun
         AlgoId::kRecursiveDoubling);
   CHECK(choosePlan(args(CollType::kBroadcast, 1 << 20), net(4), none, 4096).algo == AlgoId::kChain);
   CHECK(choosePlan(args(CollType::kBroadcast, 16), net(4), none, 4096).algo == AlgoId::kBinomial);
+  // float32: 16 and 64 KiB.
+  CHECK(choosePlan(args(CollType::kReduce, 4096), net(4), none, 4096).algo == AlgoId::kBinomial);
+  CHECK(choosePlan(args(CollType::kReduce, 16384), net(4), none, 4096).algo == AlgoId::kChain);
   CHECK(choosePlan(args(CollType::kBarrier, 0), net(4), none, 4096).algo == AlgoId::kDissemination);
   CHECK(choosePlan(args(CollType::kAllReduce, 1 << 20), net(4), none, 4096).sliceBytes == 4096);
 }
