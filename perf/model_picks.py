@@ -19,9 +19,6 @@ import sys
 
 from perf_logs import out_of_place_times
 
-UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-
-
 def links(folder):
     """configuration -> (network GB/s, us, shared memory GB/s, us) from calibration.log."""
     out = {}
@@ -52,24 +49,26 @@ def hosts(config):
     return out
 
 
-def predictions(tune, coll, config, link):
-    """size -> ({algorithm: predicted us}, the pick) from weft_tune predict's table."""
+def predictions(tune, coll, config, link, sizes):
+    """size -> ({algorithm: predicted us}, the pick) from weft_tune predict's table, for each of
+    the measured sizes (6-rank sweeps are not powers of 4)."""
     net_rate, net_us, shm_rate, shm_us = link
-    text = subprocess.run(
-        [tune, "predict", "--hosts", hosts(config), "--coll", coll, "--min", "16", "--max",
-         "64M", "--factor", "4", "--cores", "2", "--one-machine", "--net",
-         f"{net_rate}GB/s,{net_us}us", "--shm", f"{shm_rate}GB/s,{shm_us}us"],
-        capture_output=True, text=True, check=True).stdout
-    table, header = {}, None
-    for line in text.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if cells[0] == "size":
-            header = cells
-        elif header and len(cells) == len(header) and cells[0][:1].isdigit():
-            number, unit = cells[0].split()
-            size = int(float(number) * UNITS[unit])
-            times = {algo: float(value.rstrip("*")) for algo, value in zip(header[1:-1], cells[1:-1])}
-            table[size] = (times, cells[-1].split("/")[0])
+    table = {}
+    for size in sizes:
+        text = subprocess.run(
+            [tune, "predict", "--hosts", hosts(config), "--coll", coll, "--min", str(size),
+             "--max", str(size), "--cores", "2", "--one-machine", "--net",
+             f"{net_rate}GB/s,{net_us}us", "--shm", f"{shm_rate}GB/s,{shm_us}us"],
+            capture_output=True, text=True, check=True).stdout
+        header = None
+        for line in text.splitlines():
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if cells[0] == "size":
+                header = cells
+            elif header and len(cells) == len(header) and cells[0][:1].isdigit():
+                times = {algo: float(value.rstrip("*"))
+                         for algo, value in zip(header[1:-1], cells[1:-1])}
+                table[size] = (times, cells[-1].split("/")[0])
     return table
 
 
@@ -80,8 +79,9 @@ def main():
     times = out_of_place_times(folder, re.compile(r"(.+?)\.([a-z_]+)\.(small|large)\.\d+\.txt$"))
     picks, errors = [], []
     for config, link in sorted(links(folder).items()):
-        table = predictions(tune, coll, config, link)
-        for size, sides in sorted((s, v) for (c, s), v in times.items() if c == config):
+        measured = sorted((s, v) for (c, s), v in times.items() if c == config)
+        table = predictions(tune, coll, config, link, [size for size, _ in measured])
+        for size, sides in measured:
             forced = {algo: statistics.median(t) for algo, t in sides.items() if algo != "auto" and t}
             if size not in table or not forced:
                 continue

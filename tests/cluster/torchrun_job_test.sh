@@ -101,9 +101,9 @@ killed_at="$(sed -n 's/^kill_rank: killed rank 5 on [^ ]* at \([0-9.]*\)$/\1/p' 
 [[ -n "$killed_at" ]] || fail "rank 5 was never killed"
 # node2's agent ends its other worker (rank 4) as soon as rank 5 dies, so a survivor may first
 # see either of node2's ranks go.
-cat "$work"/kill.node*.log | grep -Eq "rank [45] \(node2:pid" ||
+grep -Eqh "rank [45] \(node2:pid" "$work"/kill.node*.log ||
   { tail -n 20 "$work"/kill.node*.log; fail "no survivor names rank 5 or 4 (node2:pid ...)"; }
-cat "$work"/kill.node*.log | grep -E "rank [45] \(node2:pid" | head -2 || true
+grep -Eh "rank [45] \(node2:pid" "$work"/kill.node*.log | head -2 || true
 seconds="$(awk -v a="$killed_at" -v b="$ended" 'BEGIN { printf "%.2f", b - a }')"
 echo "ok: agents exited $(sort "$work/kill.status" | tr '\n' ' ')$seconds s after the kill"
 sleep 0.5

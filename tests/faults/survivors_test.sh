@@ -107,11 +107,11 @@ for ((trial = 1; trial <= trials; ++trial)); do
     ((rank == victim)) && continue
     # Each survivor reports an error naming the failed rank (directly, or as the cause a peer
     # reported).
-    grep "^\[$rank\] rank $rank/$ranks: " "$log" | grep -q "rank $victim (" ||
+    grep -q "^\[$rank\] rank $rank/$ranks: .*rank $victim (" "$log" ||
       fail "trial $trial ($transport): rank $rank's error does not name rank $victim: $(grep "^\[$rank\]" "$log" | tail -2)"
   done
   if [[ "$mode" == stop ]]; then
-    grep "^\[[0-9]*\] rank [0-9]*/$ranks: " "$log" | grep -q "rank $victim ([^)]*) is stopped" ||
+    grep -q "^\[[0-9]*\] rank [0-9]*/$ranks: .*rank $victim ([^)]*) is stopped" "$log" ||
       fail "trial $trial ($transport): no survivor found rank $victim stopped: $(grep "/$ranks: " "$log" | head -3)"
   fi
   if [[ "$mode" == kill ]]; then
