@@ -6,23 +6,23 @@
 
 namespace weft {
 
-void OpResources::AlignedFree::operator()(std::byte* p) const {
+void Staging::AlignedFree::operator()(std::byte* p) const {
   std::free(p);
 }
 
-OpResources::OpResources(int nranks) : sendCounters(nranks), recvCounters(nranks) {}
-
-void* OpResources::scratch(size_t bytes) {
-  if (bytes > scratchBytes_) {
+void* Staging::atLeast(size_t bytes, const std::function<void(const void*, size_t)>& freed) {
+  if (bytes > bytes_) {
     size_t rounded = (bytes + 4095) & ~size_t{4095};
     void* memory = std::aligned_alloc(64, rounded);
     if (memory == nullptr) throw std::bad_alloc();
-    if (scratch_ && scratchFreed_) scratchFreed_(scratch_.get(), scratchBytes_);
-    scratch_.reset(static_cast<std::byte*>(memory));
-    scratchBytes_ = rounded;
+    if (memory_ && freed) freed(memory_.get(), bytes_);
+    memory_.reset(static_cast<std::byte*>(memory));
+    bytes_ = rounded;
   }
-  return scratch_.get();
+  return memory_.get();
 }
+
+OpResources::OpResources(int nranks) : sendCounters(nranks), recvCounters(nranks) {}
 
 void OpResources::beginOp() {
   used_ = 0;

@@ -20,15 +20,33 @@
 
 namespace weft {
 
+// Staging memory that grows on demand and is kept for later operations, 64-byte aligned.
+class Staging {
+ public:
+  // At least `bytes`; contents are not preserved when it grows. `freed` is called with the old
+  // memory just before it is freed.
+  void* atLeast(size_t bytes, const std::function<void(const void*, size_t)>& freed);
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, AlignedFree> memory_;
+  size_t bytes_ = 0;
+};
+
 // Per-communicator memory reused by every operation, so the hot path allocates nothing once
 // warmed up.
 class OpResources {
  public:
   explicit OpResources(int nranks);
   // Staging memory of at least `bytes`, 64-byte aligned; contents are not preserved.
-  void* scratch(size_t bytes);
-  // Called with the old staging memory just before it is freed (the fabric's transports may
-  // hold registrations of it).
+  void* scratch(size_t bytes) { return scratch_.atLeast(bytes, scratchFreed_); }
+  // The same for an algorithm that holds staging across the sub-calls it runs, which use
+  // scratch() (two-level reduce).
+  void* heldScratch(size_t bytes) { return held_.atLeast(bytes, scratchFreed_); }
+  // Called with old staging memory (either kind) just before it is freed (the fabric's
+  // transports may hold registrations of it).
   void onScratchFreed(std::function<void(const void*, size_t)> hook) {
     scratchFreed_ = std::move(hook);
   }
@@ -47,11 +65,8 @@ class OpResources {
   std::vector<std::pair<uint64_t, uint32_t>> recvCounters;
 
  private:
-  struct AlignedFree {
-    void operator()(std::byte* p) const;
-  };
-  std::unique_ptr<std::byte, AlignedFree> scratch_;
-  size_t scratchBytes_ = 0;
+  Staging scratch_;
+  Staging held_;
   std::function<void(const void*, size_t)> scratchFreed_;
   std::deque<Xfer> pool_;
   size_t used_ = 0;
@@ -97,6 +112,8 @@ class AlgoContext {
   Status exchange(int peer, const void* send, size_t sendBytes, void* recv, size_t recvBytes);
 
   void* scratch(size_t bytes) { return resources_.scratch(bytes); }
+  // Staging that stays valid across sub-calls run with two_level::runOn (they use scratch()).
+  void* heldScratch(size_t bytes) { return resources_.heldScratch(bytes); }
 
   // Shared memory of the ranks of this host (nullptr without the shm transport, and in a
   // sub-group that is not exactly this host's ranks). The direct algorithms use it only when

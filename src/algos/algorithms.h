@@ -40,6 +40,7 @@ Status allreduceTwoLevelSplit(AlgoContext& context);
 Status allreduceTwoLevelShm(AlgoContext& context);
 Status allgatherTwoLevel(AlgoContext& context);
 Status broadcastTwoLevel(AlgoContext& context);
+Status reduceTwoLevel(AlgoContext& context);
 
 // Copies `bytes` unless source and destination are the same memory (in-place calls).
 void copyUnlessSame(void* dst, const void* src, size_t bytes);

@@ -42,6 +42,7 @@ constexpr Entry kAlgorithms[] = {
     {CollType::kAllReduce, AlgoId::kTwoLevelShm, allreduceTwoLevelShm},
     {CollType::kAllGather, AlgoId::kTwoLevelLeader, allgatherTwoLevel},
     {CollType::kBroadcast, AlgoId::kTwoLevelLeader, broadcastTwoLevel},
+    {CollType::kReduce, AlgoId::kTwoLevelLeader, reduceTwoLevel},
 };
 
 }  // namespace

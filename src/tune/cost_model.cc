@@ -544,7 +544,9 @@ std::vector<AlgoId> innerAlgos(CollType coll) {
   if (coll == CollType::kAllReduce) {
     return {AlgoId::kRing, AlgoId::kRecursiveDoubling, AlgoId::kRabenseifner, AlgoId::kTree};
   }
-  if (coll == CollType::kBroadcast) return {AlgoId::kBinomial, AlgoId::kChain};
+  if (coll == CollType::kBroadcast || coll == CollType::kReduce) {
+    return {AlgoId::kBinomial, AlgoId::kChain};
+  }
   return {};
 }
 

@@ -12,6 +12,7 @@ namespace {
 
 // Below this many bytes latency dominates: the binomial trees beat the pipelined chains.
 constexpr size_t kSmallMessageBytes = 64 * 1024;
+constexpr size_t kTwoLevelReduceBytes = 1 << 20;
 // Recursive doubling sends the whole buffer log2(n) times in log2(n) steps; the ring sends
 // 2(n-1)/n of it in 2(n-1) steps. The step count, not the bytes, decides below the crossover,
 // which moves up with n: measured on loopback TCP at 16-32 KiB for 2 ranks and 128-256 KiB for
@@ -66,7 +67,14 @@ AlgoId defaultAlgo(const CollArgs& args, size_t bytes, const Layout& layout) {
     case CollType::kReduce:
       // At 64 KiB itself the chain measured faster on 7 of 10 emulated clusters (1.2-1.6x)
       // and level on the others (docs/PERFORMANCE.md "Broadcast and reduce").
-      return bytes < kSmallMessageBytes ? AlgoId::kBinomial : AlgoId::kChain;
+      if (bytes < kSmallMessageBytes) return AlgoId::kBinomial;
+      // A chain through ranks not numbered node by node crosses nodes at most of its hops; the
+      // two-level reduce crosses N-1 times: from 1 MiB it measured 1.1-1.9x faster than the
+      // chain on every interleaved emulated cluster (at 256 KiB it was slower on some).
+      return bytes >= kTwoLevelReduceBytes && layout.nodes.nodes() > 1 &&
+                     layout.nodes.maxPerNode() > 1 && !layout.nodes.numberedByNode()
+                 ? AlgoId::kTwoLevelLeader
+                 : AlgoId::kChain;
     case CollType::kAllGather:
     case CollType::kReduceScatter:
       return AlgoId::kRing;
@@ -239,6 +247,10 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
     plan.algo = defaultAlgo(args, callBytes, layout);
   }
 
+  // Reduce is not priced: its stage among nodes follows the flat reduce's size rule.
+  if (args.coll == CollType::kReduce && isTwoLevel(plan.algo) && !(forced && forced->inner)) {
+    plan.inner = callBytes < kSmallMessageBytes ? AlgoId::kBinomial : AlgoId::kChain;
+  }
   plan.nearestFirst =
       plan.algo == AlgoId::kRabenseifner && tune::rabenseifnerNearestFirst(layout.cost);
   if (plan.algo == AlgoId::kTree || plan.inner == AlgoId::kTree) {

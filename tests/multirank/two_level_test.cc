@@ -30,8 +30,8 @@ void checkLayout(const std::string& layout, const MatrixOptions& options) {
 TEST_CASE("two-level algorithms on even, uneven and interleaved nodes", "[threads][two_level]") {
   const char* algos = GENERATE(
       "allreduce=two_level_leader,allgather=two_level_leader,"
-      "broadcast=two_level_leader",
-      "allreduce=two_level_split", "allreduce=two_level_shm");
+      "broadcast=two_level_leader,reduce=two_level_leader",
+      "reduce=two_level_leader/chain", "allreduce=two_level_split", "allreduce=two_level_shm");
   const char* layout =
       GENERATE("A", "AB", "AABB", "ABAB", "AABBCCDD", "ABCDABCD", "AAAB", "AABAC", "BAAB", "AAA");
   const char* slices = GENERATE("256", "524288");
@@ -39,7 +39,7 @@ TEST_CASE("two-level algorithms on even, uneven and interleaved nodes", "[thread
   ScopedEnv forced("WEFT_ALGO", algos);
   ScopedEnv sliceBytes("WEFT_SLICE_BYTES", slices);
   MatrixOptions options;
-  options.colls = {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast};
+  options.colls = {Coll::kAllReduce, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
   options.types = {weftFloat32, weftInt32, weftBfloat16};
   checkLayout(layout, options);
 }

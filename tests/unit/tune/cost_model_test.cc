@@ -282,4 +282,32 @@ TEST_CASE("a broadcast in a loop costs its busiest rank's messages", "[tune]") {
   CHECK(large.predictedMicros < broadcast(AlgoId::kBinomial, 16 << 20));
 }
 
+TEST_CASE("reduce on several nodes: two-level from 1 MiB where ranks are not numbered by node",
+          "[tune]") {
+  CollArgs args;
+  args.coll = CollType::kReduce;
+  args.type = weftUint8;
+  for (bool interleave : {false, true}) {
+    CAPTURE(interleave);
+    Layout layout = clusterLayout(4, 2, interleave, "10Gbit,25us");
+    args.count = 16 << 10;
+    CHECK(choosePlan(args, layout, AlgoOverrides{}, 512 << 10).algo == AlgoId::kBinomial);
+    args.count = 256 << 10;
+    CHECK(choosePlan(args, layout, AlgoOverrides{}, 512 << 10).algo == AlgoId::kChain);
+    args.count = 1 << 20;
+    Plan large = choosePlan(args, layout, AlgoOverrides{}, 512 << 10);
+    CHECK(large.algo == (interleave ? AlgoId::kTwoLevelLeader : AlgoId::kChain));
+    if (interleave) CHECK(large.inner == AlgoId::kChain);
+  }
+  // Forced without a stage among nodes, it takes the size rule's; named, it keeps that one.
+  Layout layout = clusterLayout(2, 2, false, "10Gbit,25us");
+  AlgoOverrides forced;
+  REQUIRE(parseAlgoOverrides("reduce=two_level_leader", &forced).isOk());
+  args.count = 16;
+  CHECK(choosePlan(args, layout, forced, 512 << 10).inner == AlgoId::kBinomial);
+  REQUIRE(parseAlgoOverrides("reduce=two_level_leader/chain", &forced).isOk());
+  CHECK(choosePlan(args, layout, forced, 512 << 10).inner == AlgoId::kChain);
+  CHECK(parseAlgoOverrides("reduce=two_level_leader/ring", &forced).code() == weftInvalidArgument);
+}
+
 }  // namespace weft::tune

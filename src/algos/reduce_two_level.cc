@@ -1,0 +1,45 @@
+// Two-level reduce: the ranks of each node reduce to one of them (the root in its own node, the
+// lowest rank in the others) over shared memory, and those ranks reduce to the root with the
+// Plan's inner algorithm, so the network carries the message N-1 times instead of up to n-1
+// (a chain through interleaved ranks crosses nodes at every hop). broadcast_two_level.cc run
+// backwards.
+#include "algos/two_level.h"
+
+namespace weft {
+
+Status reduceTwoLevel(AlgoContext& ctx) {
+  const CollArgs& args = ctx.args();
+  const topo::NodeLayout& nodes = ctx.nodes();
+  const int rootNode = nodes.nodeOf[args.root];
+  const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
+  std::vector<int> standIns;
+  standIns.reserve(static_cast<size_t>(nodes.nodes()));
+  for (int k = 0; k < nodes.nodes(); ++k) {
+    standIns.push_back(k == rootNode ? args.root : nodes.leaderOf(k));
+  }
+  const int myStandIn = standIns[nodes.nodeOf[ctx.rank()]];
+  const bool standIn = ctx.rank() == myStandIn;
+  const size_t bytes = ctx.blockBytes();
+  const weftRedOp_t op = two_level::partialOp(args.op);
+  // A stand-in other than the root keeps its node's partial result in staging of its own: its
+  // receive buffer is not its to write, and the sub-calls use the scratch memory.
+  void* partial = ctx.rank() == args.root ? args.recv
+                  : standIn               ? ctx.heldScratch(std::max<size_t>(1, bytes))
+                                          : nullptr;
+  CollArgs inNode{CollType::kReduce,
+                  args.send,
+                  partial,
+                  args.count,
+                  args.type,
+                  op,
+                  two_level::positionOf(node, myStandIn)};
+  WEFT_TRY(two_level::runOn(ctx, node, inNode, two_level::intraAlgo(bytes)));
+  if (!standIn) return Status::ok();
+
+  CollArgs acrossNodes{CollType::kReduce, partial, partial, args.count, args.type, op, rootNode};
+  WEFT_TRY(two_level::runOn(ctx, standIns, acrossNodes, ctx.plan().inner));
+  if (ctx.rank() == args.root) ctx.finish(args.recv, args.count);
+  return Status::ok();
+}
+
+}  // namespace weft
