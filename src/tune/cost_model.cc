@@ -274,9 +274,8 @@ struct Costing {
     const double crossing = stage.messages.crossing[r] * net.time(stage.unitBytes);
     const double onNode = stage.messages.local[r] * local.time(stage.unitBytes);
     if (!stage.pipelined) return stage.units * (crossing + onNode);
-    const double slower = stage.messages.crossing[r] > 0 ? net.time(stage.unitBytes)
-                          : stage.messages.local[r] > 0  ? local.time(stage.unitBytes)
-                                                         : 0;
+    const double slower = std::max(stage.messages.crossing[r] > 0 ? net.time(stage.unitBytes) : 0,
+                                   stage.messages.local[r] > 0 ? local.time(stage.unitBytes) : 0);
     return stage.units * slower + (crossing + onNode - slower);
   }
   double broadcastLoop(std::initializer_list<BroadcastStage> stages) const {

@@ -50,7 +50,6 @@ std::string describeLink(const LinkCost& link);
 // Gives each node its own network link (index: node) and makes `net` the worst of them.
 void useNodeLinks(std::vector<LinkCost> links, CostParams* params);
 
-// What the model needs from the layout, computed once per communicator.
 // The messages each rank handles in one broadcast from rank 0 along a tree or chain, by rank:
 // those that cross to another node and those that stay on it.
 struct BroadcastMessages {
@@ -60,6 +59,7 @@ struct BroadcastMessages {
   int localTotal = 0;
 };
 
+// What the model needs from the layout, computed once per communicator.
 struct CostLayout {
   int nranks = 1;
   int nodes = 1;

@@ -272,8 +272,8 @@ TEST_CASE("a broadcast in a loop costs its busiest rank's messages", "[tune]") {
   args.type = weftUint8;
   args.count = 16;
   CHECK(choosePlan(args, layout, AlgoOverrides{}, 512 << 10).algo == AlgoId::kChain);
-  // 16 MiB on shared cores: every flat schedule carries the message 7 times over the network,
-  // the two-level one 3 times, and 4 times through shared memory.
+  // 16 MiB on shared cores: the chain carries the message 7 times over the network, the
+  // two-level algorithm 3 times (and 4 times through shared memory).
   const double perCopy = (16 << 20) / 1.6e3;
   CHECK(broadcast(AlgoId::kChain, 16 << 20) == Approx(7 * perCopy / 2).epsilon(0.01));
   args.count = 16 << 20;
