@@ -2,17 +2,16 @@
 """The table of perf/cluster_algos.sh: per configuration and size, each algorithm's median
 out-of-place time over the rounds (microseconds), the fastest forced one, and auto's time over
 it; then how many cells auto has within 10 % of the fastest and beyond 1.25x."""
-import re
 import statistics
 import sys
 
-from perf_logs import out_of_place_times
+from perf_logs import ALGOS_RUN, out_of_place_times
 
 
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else "cluster-algos"
     # (config, size) -> algo -> [us]
-    times = out_of_place_times(folder, re.compile(r"(.+?)\.([a-z_]+)\.(small|large)\.\d+\.txt$"))
+    times = out_of_place_times(folder, ALGOS_RUN)
     if not times:
         sys.exit(f"{folder}: no results")
     algos = sorted({algo for sides in times.values() for algo in sides} - {"auto"})

@@ -17,7 +17,8 @@ import statistics
 import subprocess
 import sys
 
-from perf_logs import out_of_place_times
+from perf_logs import ALGOS_RUN, out_of_place_times
+
 
 def links(folder):
     """configuration -> (network GB/s, us, shared memory GB/s, us) from calibration.log."""
@@ -76,7 +77,7 @@ def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     tune, coll, folder = sys.argv[1:4]
-    times = out_of_place_times(folder, re.compile(r"(.+?)\.([a-z_]+)\.(small|large)\.\d+\.txt$"))
+    times = out_of_place_times(folder, ALGOS_RUN)
     picks, errors = [], []
     for config, link in sorted(links(folder).items()):
         measured = sorted((s, v) for (c, s), v in times.items() if c == config)

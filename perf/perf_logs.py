@@ -2,7 +2,11 @@
 runs (perf/cluster_ab_table.py, perf/cluster_algos_table.py)."""
 import glob
 import os
+import re
 from collections import defaultdict
+
+# perf/cluster_algos.sh's files: CONFIG.ALGO.(small|large).ROUND.txt (groups: config, algorithm).
+ALGOS_RUN = re.compile(r"(.+?)\.([a-z_]+)\.(small|large)\.\d+\.txt$")
 
 
 def out_of_place_times(folder, name):

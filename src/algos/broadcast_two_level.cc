@@ -10,10 +10,7 @@ Status broadcastTwoLevel(AlgoContext& ctx) {
   const topo::NodeLayout& nodes = ctx.nodes();
   const int rootNode = nodes.nodeOf[args.root];
   const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
-  std::vector<int> standIns;
-  for (int k = 0; k < nodes.nodes(); ++k) {
-    standIns.push_back(k == rootNode ? args.root : nodes.leaderOf(k));
-  }
+  const std::vector<int> standIns = two_level::standIns(nodes, args.root);
   const int myStandIn = standIns[nodes.nodeOf[ctx.rank()]];
   const size_t bytes = ctx.blockBytes();
   if (ctx.rank() == myStandIn) {

@@ -43,6 +43,17 @@ inline AlgoId intraAlgo(size_t bytes) {
 // inside each node with `inNode`.
 Status allreduceViaLeaders(AlgoContext& ctx, AlgoId inNode);
 
+// One rank per node for a rooted collective: the root for its own node, the lowest rank for
+// the others (index: node).
+inline std::vector<int> standIns(const topo::NodeLayout& nodes, int root) {
+  std::vector<int> ranks;
+  ranks.reserve(static_cast<size_t>(nodes.nodes()));
+  for (int k = 0; k < nodes.nodes(); ++k) {
+    ranks.push_back(k == nodes.nodeOf[root] ? root : nodes.leaderOf(k));
+  }
+  return ranks;
+}
+
 inline int positionOf(const std::vector<int>& members, int rank) {
   for (size_t i = 0; i < members.size(); ++i) {
     if (members[i] == rank) return static_cast<int>(i);
