@@ -24,6 +24,7 @@ export WEFT_DEBUG=INFO PYTHONPATH="$build/python" OMP_NUM_THREADS=1
 read -ra hosts <<<"$CLUSTER_HOSTNAMES"
 
 work="$(mktemp -d /tmp/weft-torchrun.XXXXXX)"
+export TMPDIR="$work"  # torchrun's agents leave torchelastic_* folders there
 program="$work/all_reduce_perf"  # a name of this run's own, for the leftovers check
 ln -s "$build/perf/all_reduce_perf" "$program"
 agents=()
