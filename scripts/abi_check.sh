@@ -35,12 +35,9 @@ if [[ -z "$library" ]]; then
   library="$build/libweft.so.0"
 fi
 [[ -f "$library" ]] || { echo "abi check: $library does not exist" >&2; exit 1; }
-# abidw leaves scratch files (mldbm-elf-*) in TMPDIR: give it one of this run's own.
-scratch="$(mktemp -d /tmp/weft_abi.XXXXXX)"
-trap 'rm -rf "$scratch"' EXIT
-export TMPDIR="$scratch"
-current="$scratch/current.abi"
-report="$scratch/current.diff"
+current="$(mktemp /tmp/weft_abi.XXXXXX)"
+report="$current.diff"
+trap 'rm -f "$current" "$report"' EXIT
 
 # The ABI as libweft's users see it: only what include/weft/ declares; the internals behind the
 # opaque handles are dropped (abi/private_types.suppr). No line numbers or checkout paths: the

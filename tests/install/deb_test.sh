@@ -33,7 +33,10 @@ libdir="usr/lib/$multiarch"
 
 if command -v lintian >/dev/null; then
   echo "--- lintian (report only)"
-  lintian --tag-display-limit 0 "$runtime" "$dev" "$tools" || true
+  # lintian leaves its scratch databases (mldbm-elf-*) in TMPDIR: give it one of its own.
+  scratch="$(mktemp -d /tmp/weft-lintian.XXXXXX)"
+  TMPDIR="$scratch" lintian --tag-display-limit 0 "$runtime" "$dev" "$tools" || true
+  rm -rf "$scratch"
 fi
 
 # Contents: each path listed must be in the package, and the library files only in libweft0.
