@@ -7,25 +7,15 @@ namespace weft {
 
 Status broadcastTwoLevel(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
-  const topo::NodeLayout& nodes = ctx.nodes();
-  const int rootNode = nodes.nodeOf[args.root];
-  const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
-  const std::vector<int> standIns = two_level::standIns(nodes, args.root);
-  const int myStandIn = standIns[nodes.nodeOf[ctx.rank()]];
-  const size_t bytes = ctx.blockBytes();
-  if (ctx.rank() == myStandIn) {
+  const two_level::RootedRoles roles = two_level::rootedRoles(ctx, args.root);
+  if (ctx.rank() == roles.myStandIn) {
     CollArgs acrossNodes = args;
-    acrossNodes.root = rootNode;
-    WEFT_TRY(two_level::runOn(ctx, standIns, acrossNodes, ctx.plan().inner));
+    acrossNodes.root = roles.rootNode;
+    WEFT_TRY(two_level::runOn(ctx, roles.standIns, acrossNodes, ctx.plan().inner));
   }
-  CollArgs inNode{CollType::kBroadcast,
-                  args.recv,
-                  args.recv,
-                  args.count,
-                  args.type,
-                  args.op,
-                  two_level::positionOf(node, myStandIn)};
-  return two_level::runOn(ctx, node, inNode, two_level::intraAlgo(bytes));
+  CollArgs inNode{CollType::kBroadcast, args.recv, args.recv, args.count, args.type, args.op,
+                  roles.standInInNode};
+  return two_level::runOn(ctx, roles.node, inNode, two_level::intraAlgo(ctx.blockBytes()));
 }
 
 }  // namespace weft

@@ -9,12 +9,8 @@ namespace weft {
 
 Status reduceTwoLevel(AlgoContext& ctx) {
   const CollArgs& args = ctx.args();
-  const topo::NodeLayout& nodes = ctx.nodes();
-  const int rootNode = nodes.nodeOf[args.root];
-  const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
-  const std::vector<int> standIns = two_level::standIns(nodes, args.root);
-  const int myStandIn = standIns[nodes.nodeOf[ctx.rank()]];
-  const bool standIn = ctx.rank() == myStandIn;
+  const two_level::RootedRoles roles = two_level::rootedRoles(ctx, args.root);
+  const bool standIn = ctx.rank() == roles.myStandIn;
   const size_t bytes = ctx.blockBytes();
   const weftRedOp_t op = two_level::partialOp(args.op);
   // A stand-in other than the root keeps its node's partial result in staging of its own: its
@@ -22,18 +18,14 @@ Status reduceTwoLevel(AlgoContext& ctx) {
   void* partial = ctx.rank() == args.root ? args.recv
                   : standIn               ? ctx.heldScratch(std::max<size_t>(1, bytes))
                                           : nullptr;
-  CollArgs inNode{CollType::kReduce,
-                  args.send,
-                  partial,
-                  args.count,
-                  args.type,
-                  op,
-                  two_level::positionOf(node, myStandIn)};
-  WEFT_TRY(two_level::runOn(ctx, node, inNode, two_level::intraAlgo(bytes)));
+  CollArgs inNode{CollType::kReduce,  args.send, partial, args.count, args.type, op,
+                  roles.standInInNode};
+  WEFT_TRY(two_level::runOn(ctx, roles.node, inNode, two_level::intraAlgo(bytes)));
   if (!standIn) return Status::ok();
 
-  CollArgs acrossNodes{CollType::kReduce, partial, partial, args.count, args.type, op, rootNode};
-  WEFT_TRY(two_level::runOn(ctx, standIns, acrossNodes, ctx.plan().inner));
+  CollArgs acrossNodes{CollType::kReduce, partial, partial,       args.count,
+                       args.type,         op,      roles.rootNode};
+  WEFT_TRY(two_level::runOn(ctx, roles.standIns, acrossNodes, ctx.plan().inner));
   if (ctx.rank() == args.root) ctx.finish(args.recv, args.count);
   return Status::ok();
 }

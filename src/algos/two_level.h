@@ -2,6 +2,8 @@
 // ranks that stand for each node) and sub-calls run over them with the existing algorithms.
 #pragma once
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "algos/algorithms.h"
@@ -43,22 +45,28 @@ inline AlgoId intraAlgo(size_t bytes) {
 // inside each node with `inNode`.
 Status allreduceViaLeaders(AlgoContext& ctx, AlgoId inNode);
 
-// One rank per node for a rooted collective: the root for its own node, the lowest rank for
-// the others (index: node).
-inline std::vector<int> standIns(const topo::NodeLayout& nodes, int root) {
-  std::vector<int> ranks;
-  ranks.reserve(static_cast<size_t>(nodes.nodes()));
-  for (int k = 0; k < nodes.nodes(); ++k) {
-    ranks.push_back(k == nodes.nodeOf[root] ? root : nodes.leaderOf(k));
-  }
-  return ranks;
-}
+// Who does what in a rooted two-level collective (broadcast, reduce): one rank stands for each
+// node, the root for its own node and the lowest rank for the others.
+struct RootedRoles {
+  int rootNode;                  // the root's node: the root among the stand-ins
+  const std::vector<int>& node;  // this rank's node-mates, itself included
+  std::vector<int> standIns;     // index: node
+  int myStandIn;                 // the rank standing for this rank's node
+  int standInInNode;             // its position in `node`: the root of the stage inside it
+};
 
-inline int positionOf(const std::vector<int>& members, int rank) {
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (members[i] == rank) return static_cast<int>(i);
+inline RootedRoles rootedRoles(const AlgoContext& ctx, int root) {
+  const topo::NodeLayout& nodes = ctx.nodes();
+  const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
+  std::vector<int> standIns;
+  standIns.reserve(static_cast<size_t>(nodes.nodes()));
+  for (int k = 0; k < nodes.nodes(); ++k) {
+    standIns.push_back(k == nodes.nodeOf[root] ? root : nodes.leaderOf(k));
   }
-  return -1;
+  const int myStandIn = standIns[nodes.nodeOf[ctx.rank()]];
+  const int position =
+      static_cast<int>(std::find(node.begin(), node.end(), myStandIn) - node.begin());
+  return {nodes.nodeOf[root], node, std::move(standIns), myStandIn, position};
 }
 
 }  // namespace weft::two_level
