@@ -4,7 +4,10 @@
 // (L all-reduces of S/L in parallel, on L different pairs of connections), and each part is
 // copied back to the node-mates (a direct all-gather). Against the leader variant it uses every
 // rank's connections and CPU for the network stage; the node's link still carries the same
-// bytes. Ranks with local index >= L on larger nodes only contribute and receive.
+// bytes. Ranks with local index >= L on larger nodes only contribute and receive. Where a node's
+// ranks share windows, its two stages run on them (split_on_windows.cc); the choice is per node.
+#include <optional>
+
 #include "algos/ring_math.h"
 #include "algos/two_level.h"
 
@@ -76,7 +79,20 @@ Status allreduceTwoLevelSplit(AlgoContext& ctx) {
   const topo::NodeLayout& nodes = ctx.nodes();
   const int me = ctx.rank();
   const Split split{nodes.nodeRanks[nodes.nodeOf[me]], nodes.minPerNode(), nodes.localIndexOf[me]};
-  WEFT_TRY(reduceScatterInNode(ctx, split));
+  // Below kSplitWindowsFromBytes a message to each owner is quicker than the windows' flag
+  // rounds, each of which waits for every node-mate.
+  const bool onWindows = ctx.blockBytes() >= two_level::kSplitWindowsFromBytes &&
+                         split.node.size() > 1 &&
+                         AlgoContext::windowsCover(ctx.windows(), split.node);
+  const CollArgs inNode{CollType::kAllReduce,          args.send, args.recv, args.count, args.type,
+                        two_level::partialOp(args.op), 0};
+  std::optional<AlgoContext> node;  // the node's ranks, with their windows
+  if (onWindows) {
+    node.emplace(ctx, split.node, inNode, ctx.plan());
+    WEFT_TRY(two_level::splitReduceOnWindows(*node, split.parts));
+  } else {
+    WEFT_TRY(reduceScatterInNode(ctx, split));
+  }
   if (split.local < split.parts) {
     ring::Range part = ring::blockOf(args.count, split.parts, split.local);
     char* mine = static_cast<char*>(args.recv) + part.offset * ctx.typeSize();
@@ -86,6 +102,7 @@ Status allreduceTwoLevelSplit(AlgoContext& ctx) {
                               ctx.plan().inner));
     ctx.finish(mine, part.count);
   }
+  if (onWindows) return two_level::splitGatherOnWindows(*node, split.parts);
   allgatherInNode(ctx, split);
   return ctx.waitAll();
 }

@@ -45,6 +45,16 @@ inline AlgoId intraAlgo(size_t bytes) {
 // inside each node with `inNode`.
 Status allreduceViaLeaders(AlgoContext& ctx, AlgoId inNode);
 
+// The split all-reduce's stages inside a node on its shared windows (split_on_windows.cc), for
+// messages of at least kSplitWindowsFromBytes. `node` is a view of exactly the node's ranks (it has
+// the windows) whose args are the whole call's with the partial op; part q of `parts` is
+// ring::blockOf(count, parts, q), owned by local rank q. The first leaves each owner's part summed
+// over the node in its receive buffer; the second copies every owner's part into every node-mate's
+// receive buffer.
+constexpr size_t kSplitWindowsFromBytes = 4096;
+Status splitReduceOnWindows(AlgoContext& node, int parts);
+Status splitGatherOnWindows(AlgoContext& node, int parts);
+
 // Who does what in a rooted two-level collective (broadcast, reduce): one rank stands for each
 // node, the root for its own node and the lowest rank for the others.
 struct RootedRoles {

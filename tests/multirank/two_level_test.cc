@@ -44,6 +44,22 @@ TEST_CASE("two-level algorithms on even, uneven and interleaved nodes", "[thread
   checkLayout(layout, options);
 }
 
+TEST_CASE("two-level stages on shared windows over many rounds of a small window",
+          "[threads][two_level]") {
+  // 64 KiB windows: the split's stages inside a node and two_level_shm's take several rounds
+  // each; nodes larger than the fewest ranks per node contribute without owning a part.
+  ScopedEnv window("WEFT_SHM_WINDOW_BYTES", "65536");
+  const char* algos = GENERATE("allreduce=two_level_split", "allreduce=two_level_shm");
+  const char* layout = GENERATE("AABB", "ABAB", "AAABBC", "AAABB");
+  CAPTURE(algos, layout);
+  ScopedEnv forced("WEFT_ALGO", algos);
+  MatrixOptions options;
+  options.colls = {Coll::kAllReduce};
+  options.types = {weftFloat32, weftFloat16, weftInt64};
+  options.counts = {0, 1, 7, 16381, 40000};  // 40000 x 8 bytes: 10 rounds of 32 KiB areas
+  checkLayout(layout, options);
+}
+
 TEST_CASE("flat algorithms arranged for the layout on several nodes", "[threads][two_level]") {
   // Rabenseifner starts with the nearest partner where ranks are numbered node by node.
   const char* algos = GENERATE("allreduce=rabenseifner", "allreduce=tree");
