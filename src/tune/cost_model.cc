@@ -2,6 +2,7 @@
 
 #include "algos/ring_math.h"
 #include "algos/tree_math.h"
+#include "algos/two_level.h"
 
 #include <algorithm>
 #include <cmath>
@@ -98,11 +99,20 @@ struct Costing {
   size_t sliceBytes;
   double sharers;  // ranks of a node using its link at once beyond what the layout implies
   double busy;     // active ranks per hardware thread (>= 1): every step is that much slower
+  // The same for moving and reducing bytes, where it differs (0: busy). The leaders' stage of
+  // the two-level all-reduces moves its bytes at every rank's share of the cores (the
+  // node-mates waiting for its result are on them too) but pays its latencies at the leaders'
+  // share. At the leaders' share for both, the model took two_level_shm from 16 KiB to 4 MiB
+  // where the split measured 1.1-1.5x faster; at every rank's share for both, it left
+  // two_level_shm up to 4 KiB and measured 1.05-1.12x slower there in the live A/B
+  // (perf/results/two_level_variants.md).
+  double busyBytes = 0;
 
   LinkCost link(int crossing) const {
     LinkCost chosen = crossing > 0 ? params.net : layout.intraShm ? params.shm : params.net;
-    return {chosen.alphaMicros * busy, chosen.betaMicrosPerByte * busy};
+    return {chosen.alphaMicros * busy, chosen.betaMicrosPerByte * bytesBusy()};
   }
+  double bytesBusy() const { return busyBytes > 0 ? busyBytes : busy; }
   double step(int crossing, double bytes) const {
     return link(crossing).time(bytes, std::max(1, crossing) * sharers);
   }
@@ -112,7 +122,7 @@ struct Costing {
   }
   LinkCost nodeLink(size_t node) const {
     const LinkCost& own = params.nodeNet[node];
-    return {own.alphaMicros * busy, own.betaMicrosPerByte * busy};
+    return {own.alphaMicros * busy, own.betaMicrosPerByte * bytesBusy()};
   }
   // The largest cost(link, transfers) over the nodes that a step's transfers cross.
   template <typename Cost>
@@ -136,7 +146,7 @@ struct Costing {
     if (crossing == 0 || !perNodeLinks()) return link(crossing).alphaMicros;
     return slowestNode(perNode, [](const LinkCost& own, int) { return own.alphaMicros; });
   }
-  double gamma(double bytes) const { return bytes * params.gammaMicrosPerByte * busy; }
+  double gamma(double bytes) const { return bytes * params.gammaMicrosPerByte * bytesBusy(); }
   int anyCrossing() const { return layout.nodes > 1 ? 1 : 0; }
 
   // A step that waits on several ranks at once ends when the last of them has been scheduled
@@ -588,20 +598,27 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
   const CostLayout& leaders = acrossNodes(layout.nodes);
   if (coll == CollType::kAllReduce) {
     if (algo == AlgoId::kTwoLevelLeader) {
-      Costing among{params, leaders, sliceBytes, 1, leadersBusy};
+      Costing among{params, leaders, sliceBytes, 1, leadersBusy, allBusy};
       return flat.intraTree(bytes, true) + among.flatAllreduce(inner, bytes) +
              flat.intraTree(bytes, false);
     }
     if (algo == AlgoId::kTwoLevelShm) {
-      Costing among{params, leaders, sliceBytes, 1, leadersBusy};
+      Costing among{params, leaders, sliceBytes, 1, leadersBusy, allBusy};
       const double stage = layout.maxPerNode > 1 ? flat.windowStage(bytes) : 0;
       return 2 * stage + flat.gamma(bytes / layout.maxPerNode) + among.flatAllreduce(inner, bytes);
     }
     if (algo == AlgoId::kTwoLevelSplit) {
       const int parts = layout.minPerNode;
       const double part = bytes / parts;
-      const double inNode =
-          layout.maxPerNode > 1 ? flat.link(0).time((layout.maxPerNode - 1) * part) : 0;
+      // Below kSplitWindowsFromBytes each stage inside a node is a message to or from each
+      // node-mate, one after another; from it, one flag round per window area.
+      const LinkCost edge = flat.link(0);
+      const double latencies =
+          bytes < two_level::kSplitWindowsFromBytes ? layout.maxPerNode - 1 : 1;
+      const double inNode = layout.maxPerNode > 1
+                                ? latencies * edge.alphaMicros +
+                                      (layout.maxPerNode - 1) * part * edge.betaMicrosPerByte
+                                : 0;
       // The parts' exchanges run at once: each pays for the link that the node's parts
       // share and for the cores that every exchanging rank shares, whichever is scarcer.
       // Where the link is itself the cores (nodes emulated on one machine), paying both was

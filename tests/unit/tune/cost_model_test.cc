@@ -160,6 +160,25 @@ TEST_CASE("one slow node costs the steps that cross it, not every step", "[tune]
         predict(clusterLayout(3, 1, false, "10Gbit,25us"), AlgoId::kTree, bytes) * 10);
 }
 
+TEST_CASE("the two-level leaders move their bytes at every rank's share of the cores", "[tune]") {
+  // 8 ranks sharing 2 cores, as on emulated nodes: 4 ranks per core, the 4 leaders 2.
+  Layout layout = clusterLayout(4, 2, false, "3.3GB/s,5.4us");
+  REQUIRE(parseLink("12.9GB/s,4.1us", &layout.params.shm).isOk());
+  layout.cost.ranksPerCore = 4;
+  layout.cost.leadersPerCore = 2;
+  const AlgoOverrides none;
+  // Latency-bound: the leaders' steps at their own share, and the split's stages inside a node
+  // a message per node-mate.
+  CHECK(choosePlan(allreduce(1024), layout, none, 512 << 10).algo == AlgoId::kTwoLevelShm);
+  CHECK(predict(layout, AlgoId::kTwoLevelSplit, 2048, AlgoId::kRecursiveDoubling) >
+        predict(layout, AlgoId::kTwoLevelShm, 2048, AlgoId::kRecursiveDoubling));
+  // From 16 KiB the split's parts, streamed at once, beat the leaders' whole message.
+  for (size_t bytes : {size_t{64} << 10, size_t{1} << 20}) {
+    CAPTURE(bytes);
+    CHECK(choosePlan(allreduce(bytes), layout, none, 512 << 10).algo == AlgoId::kTwoLevelSplit);
+  }
+}
+
 TEST_CASE("size-range rules override the model inside their ranges only", "[tune]") {
   Layout layout = clusterLayout(2, 2, false, "10Gbit,25us");
   AlgoOverrides rules;
