@@ -1,9 +1,10 @@
 // The split all-reduce's two stages inside a node, on the node's shared windows: the same parts
 // and owners as the point-to-point stages (allreduce_two_level_split.cc), but each stage is one
 // flag round per window area instead of a message from every node-mate to every part's owner.
-// Ranks copy their input into their areas, each owner folds its part of the round's chunk
-// straight from all areas into its receive buffer; after the stage among nodes each owner copies
-// its finished part into its area and everyone copies every part out.
+// Each rank copies its input but its own part into its area, and each owner folds its part of
+// the round's chunk straight from all areas (its own from its send buffer) into its receive
+// buffer; after the stage among nodes each owner copies its finished part into its area and
+// everyone copies every part out.
 //
 // The rounds depend only on the message and the number of parts, never on the windows of other
 // nodes, so nodes on windows and nodes on messages run the same stage among nodes.
