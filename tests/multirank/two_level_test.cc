@@ -50,7 +50,7 @@ TEST_CASE("two-level stages on shared windows over many rounds of a small window
   // each; nodes larger than the fewest ranks per node contribute without owning a part.
   ScopedEnv window("WEFT_SHM_WINDOW_BYTES", "65536");
   const char* algos = GENERATE("allreduce=two_level_split", "allreduce=two_level_shm");
-  const char* layout = GENERATE("AABB", "ABAB", "AAABBC", "AAABB");
+  const char* layout = GENERATE("AAB", "ABA", "AABB", "ABAB", "AAABBC", "AAABB");
   CAPTURE(algos, layout);
   ScopedEnv forced("WEFT_ALGO", algos);
   MatrixOptions options;
