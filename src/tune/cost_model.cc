@@ -610,11 +610,12 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
     if (algo == AlgoId::kTwoLevelSplit) {
       const int parts = layout.minPerNode;
       const double part = bytes / parts;
-      // Below kSplitWindowsFromBytes each stage inside a node is a message to or from each
-      // node-mate, one after another; from it, one flag round per window area.
+      // Below kSplitWindowsFromBytes, and always where node-mates share no memory, each stage
+      // inside a node is a message to or from each node-mate, one after another; on windows,
+      // one flag round per window area.
       const LinkCost edge = flat.link(0);
-      const double latencies =
-          bytes < two_level::kSplitWindowsFromBytes ? layout.maxPerNode - 1 : 1;
+      const bool onWindows = layout.intraShm && bytes >= two_level::kSplitWindowsFromBytes;
+      const double latencies = onWindows ? 1 : layout.maxPerNode - 1;
       const double inNode = layout.maxPerNode > 1
                                 ? latencies * edge.alphaMicros +
                                       (layout.maxPerNode - 1) * part * edge.betaMicrosPerByte

@@ -179,6 +179,22 @@ TEST_CASE("the two-level leaders move their bytes at every rank's share of the c
   }
 }
 
+TEST_CASE("the split's stages inside a node are messages where node-mates share no memory",
+          "[tune]") {
+  Layout windows = clusterLayout(2, 4, false, "3.3GB/s,5.4us");
+  windows.params.shm = windows.params.net;  // the same link: only the stages' form differs
+  Layout messages = windows;
+  messages.cost = buildCostLayout(messages.nodes, false);
+  // From the windows' threshold the split pays one latency per stage inside a node on windows,
+  // and one per node-mate (3 here) in messages; below it, one per node-mate either way.
+  const size_t large = size_t{64} << 10;
+  CHECK(predict(messages, AlgoId::kTwoLevelSplit, large) -
+            predict(windows, AlgoId::kTwoLevelSplit, large) ==
+        Approx(2 * 2 * windows.params.net.alphaMicros));
+  CHECK(predict(messages, AlgoId::kTwoLevelSplit, 1024) ==
+        Approx(predict(windows, AlgoId::kTwoLevelSplit, 1024)));
+}
+
 TEST_CASE("size-range rules override the model inside their ranges only", "[tune]") {
   Layout layout = clusterLayout(2, 2, false, "10Gbit,25us");
   AlgoOverrides rules;
