@@ -1,7 +1,8 @@
 // Two-level all-gather: node-mates hand their blocks to the node's leader, the leaders pass
 // whole nodes' blocks around a ring of leaders (N-1 steps over the network instead of NP-1),
-// and each leader broadcasts the gathered buffer inside its node. A node's ranks need not be
-// numbered consecutively, so its blocks travel as one message per run of consecutive ranks.
+// and each leader broadcasts the gathered buffer inside its node (on the node's shared windows
+// from two_level::kIntraWindowsFromBytes). A node's ranks need not be numbered consecutively, so
+// its blocks travel as one message per run of consecutive ranks.
 #include "algos/ring_math.h"
 #include "algos/two_level.h"
 
@@ -66,7 +67,7 @@ Status allgatherTwoLevel(AlgoContext& ctx) {
   if (ctx.rank() == node.front()) WEFT_TRY(ringAmongLeaders(ctx, blockBytes));
   const size_t total = blockBytes * ctx.nranks();
   CollArgs fromLeader{CollType::kBroadcast, args.recv, args.recv, total, weftUint8, weftSum, 0};
-  return two_level::runOn(ctx, node, fromLeader, two_level::intraAlgo(total));
+  return two_level::runOn(ctx, node, fromLeader, two_level::intraBroadcastAlgo(ctx, node, total));
 }
 
 }  // namespace weft

@@ -1,6 +1,7 @@
 // Two-level broadcast: the root sends to one rank per node (itself standing for its own node,
 // the lowest rank for the others) with the Plan's inner algorithm, and each of those broadcasts
-// inside its node over shared memory, so the network carries the message N-1 times, not NP-1.
+// inside its node over shared memory (messages, or from two_level::kIntraWindowsFromBytes the
+// node's shared windows), so the network carries the message N-1 times, not NP-1.
 #include "algos/two_level.h"
 
 namespace weft {
@@ -15,7 +16,8 @@ Status broadcastTwoLevel(AlgoContext& ctx) {
   }
   CollArgs inNode{CollType::kBroadcast, args.recv, args.recv, args.count, args.type, args.op,
                   roles.standInInNode};
-  return two_level::runOn(ctx, roles.node, inNode, two_level::intraAlgo(ctx.blockBytes()));
+  return two_level::runOn(ctx, roles.node, inNode,
+                          two_level::intraBroadcastAlgo(ctx, roles.node, ctx.blockBytes()));
 }
 
 }  // namespace weft

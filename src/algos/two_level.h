@@ -40,6 +40,22 @@ inline AlgoId intraAlgo(size_t bytes) {
   return bytes > kIntraChainBytes ? AlgoId::kChain : AlgoId::kBinomial;
 }
 
+// A broadcast inside `node` (this rank's node-mates) of `bytes`, as the two-level broadcast and
+// all-gather end: from kIntraWindowsFromBytes on the node's shared windows where its ranks share
+// them, one flag round per window area instead of a chain's P - 1 hops per slice; else the tree
+// or chain. The choice is per node and the same on each of its ranks. Below it the windows cost
+// more: a loop of broadcasts on them measured 1.4-1.9x the trees' time up to 16 KiB, since a root
+// may not refill its area before every node-mate has read the one before, where a tree's messages
+// let it run ahead. (A reduce inside the node on windows measured 1.8-2x slower up to 4 KiB and
+// no faster from 256 KiB than the chain, so the two-level reduce stays on trees and chains.)
+constexpr size_t kIntraWindowsFromBytes = 64 * 1024;
+inline AlgoId intraBroadcastAlgo(const AlgoContext& ctx, const std::vector<int>& node,
+                                 size_t bytes) {
+  const bool onWindows = bytes >= kIntraWindowsFromBytes && node.size() > 1 &&
+                         AlgoContext::windowsCover(ctx.windows(), node);
+  return onWindows ? AlgoId::kShmDirect : intraAlgo(bytes);
+}
+
 // The leader schedule of the two-level all-reduces: reduce inside each node to its lowest rank
 // with `inNode`, all-reduce among those leaders with the Plan's inner algorithm, broadcast back
 // inside each node with `inNode`.

@@ -319,13 +319,24 @@ struct Costing {
       return broadcastLoop({treeStage(layout.binomialMessages, bytes)});
     return broadcastLoop({chainStage(layout.chainMessages, bytes)});
   }
-  // The two-level broadcast: `inner` among one rank per node, then a tree or chain inside
-  // every node (two_level::intraAlgo).
+  // Whether a broadcast of `bytes` inside each node runs on its shared windows
+  // (two_level::intraBroadcastAlgo).
+  bool intraOnWindows(double bytes) const {
+    return layout.intraShm && bytes >= static_cast<double>(two_level::kIntraWindowsFromBytes);
+  }
+  // The windows' rounds: every copy of a round waits for the round before it, as a tree's.
+  BroadcastStage windowCopies(double bytes) const {
+    return {layout.nodeWindowCopies, std::max(1.0, std::ceil(bytes / layout.windowAreaBytes)),
+            std::min(bytes, layout.windowAreaBytes), false};
+  }
+  // The two-level broadcast: `inner` among one rank per node, then a tree, chain or window
+  // rounds inside every node (two_level::intraBroadcastAlgo).
   double broadcastTwoLevel(AlgoId inner, double bytes) const {
     const BroadcastStage among = inner == AlgoId::kChain
                                      ? chainStage(layout.leadersChainMessages, bytes)
                                      : treeStage(layout.leadersBinomialMessages, bytes);
-    const BroadcastStage inNode = bytes > 64 * 1024  // two_level::intraAlgo
+    const BroadcastStage inNode = intraOnWindows(bytes) ? windowCopies(bytes)
+                                  : bytes > two_level::kIntraChainBytes
                                       ? chainStage(layout.nodeChainMessages, bytes)
                                       : treeStage(layout.nodeBinomialMessages, bytes);
     return broadcastLoop({among, inNode});
@@ -529,6 +540,14 @@ CostLayout buildCostLayout(const topo::NodeLayout& nodes, bool intraShm) {
   layout.leadersChainMessages = messagesOf(addChainSends, {leaders});
   layout.nodeBinomialMessages = messagesOf(addBinomialSends, nodes.nodeRanks);
   layout.nodeChainMessages = messagesOf(addChainSends, nodes.nodeRanks);
+  BroadcastMessages& copies = layout.nodeWindowCopies;
+  copies.crossing.assign(static_cast<size_t>(n), 0);
+  copies.local.assign(static_cast<size_t>(n), 0);
+  for (const std::vector<int>& node : nodes.nodeRanks) {
+    if (node.size() < 2) continue;
+    for (int r : node) copies.local[static_cast<size_t>(r)] = 1;
+    copies.localTotal += static_cast<int>(node.size());
+  }
   return layout;
 }
 
@@ -641,7 +660,10 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
       // Each ring step among the leaders sends a node's blocks as one message per run.
       const double step =
           among.step(1, perNode) + (layout.runsPerNode - 1) * among.link(1).alphaMicros;
-      return flat.link(0).time(perNode) + (layout.nodes - 1) * step + flat.intraTree(bytes, false);
+      const double fromLeader = layout.maxPerNode < 2        ? 0
+                                : flat.intraOnWindows(bytes) ? flat.windowStage(bytes)
+                                                             : flat.intraTree(bytes, false);
+      return flat.link(0).time(perNode) + (layout.nodes - 1) * step + fromLeader;
     }
     return flat.allgatherFlat(algo, bytes);
   }

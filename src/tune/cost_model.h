@@ -101,6 +101,9 @@ struct CostLayout {
   BroadcastMessages leadersChainMessages;
   BroadcastMessages nodeBinomialMessages;
   BroadcastMessages nodeChainMessages;
+  // Inside every node on its shared windows: each rank of a node with others copies once per
+  // round (the root in, the rest out).
+  BroadcastMessages nodeWindowCopies;
   // CPU sharing: the most ranks (and nodes' leaders) per hardware thread on one machine. Where
   // ranks outnumber cores (the seeds' one process per core group, or emulated nodes sharing a
   // machine), a step that keeps every rank busy takes proportionally longer; a two-level

@@ -47,14 +47,19 @@ TEST_CASE("two-level algorithms on even, uneven and interleaved nodes", "[thread
 TEST_CASE("two-level stages on shared windows over many rounds of a small window",
           "[threads][two_level]") {
   // 64 KiB windows: the split's stages inside a node and two_level_shm's take several rounds
-  // each; nodes larger than the fewest ranks per node contribute without owning a part.
+  // each; nodes larger than the fewest ranks per node contribute without owning a part. The
+  // two-level broadcast and all-gather end with a broadcast inside each node, on the windows
+  // from 64 KiB, from a root anywhere in its node.
   ScopedEnv window("WEFT_SHM_WINDOW_BYTES", "65536");
-  const char* algos = GENERATE("allreduce=two_level_split", "allreduce=two_level_shm");
+  const std::string algos = GENERATE("allreduce=two_level_split", "allreduce=two_level_shm",
+                                     "allgather=two_level_leader,broadcast=two_level_leader");
   const char* layout = GENERATE("AAB", "ABA", "AABB", "ABAB", "AAABBC", "AAABB");
   CAPTURE(algos, layout);
-  ScopedEnv forced("WEFT_ALGO", algos);
+  ScopedEnv forced("WEFT_ALGO", algos.c_str());
   MatrixOptions options;
-  options.colls = {Coll::kAllReduce};
+  options.colls = algos.rfind("allreduce", 0) == 0
+                      ? std::vector<Coll>{Coll::kAllReduce}
+                      : std::vector<Coll>{Coll::kAllGather, Coll::kBroadcast};
   options.types = {weftFloat32, weftFloat16, weftInt64};
   options.counts = {0, 1, 7, 16381, 40000};  // 40000 x 8 bytes: 10 rounds of 32 KiB areas
   checkLayout(layout, options);
