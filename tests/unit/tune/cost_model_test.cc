@@ -195,6 +195,24 @@ TEST_CASE("the split's stages inside a node are messages where node-mates share 
         Approx(predict(windows, AlgoId::kTwoLevelSplit, 1024)));
 }
 
+TEST_CASE("the two-level broadcast and all-gather end on shared windows from 64 KiB", "[tune]") {
+  Layout windows = clusterLayout(2, 4, false, "3.3GB/s,5.4us");
+  windows.params.shm = windows.params.net;  // the same link: only the stage's form differs
+  Layout messages = windows;
+  messages.cost = buildCostLayout(messages.nodes, false);
+  auto price = [](const Layout& layout, CollType coll, size_t bytes) {
+    return predictMicros(layout.params, layout.cost, coll, AlgoId::kTwoLevelLeader,
+                         AlgoId::kBinomial, bytes, 64 * 1024);
+  };
+  for (CollType coll : {CollType::kBroadcast, CollType::kAllGather}) {
+    CAPTURE(collName(coll));
+    // Below 64 KiB a tree inside each node either way; from it, one window round where a
+    // chain takes a hop per node-mate and slice.
+    CHECK(price(windows, coll, 16 << 10) == Approx(price(messages, coll, 16 << 10)));
+    CHECK(price(windows, coll, 256 << 10) < price(messages, coll, 256 << 10));
+  }
+}
+
 TEST_CASE("size-range rules override the model inside their ranges only", "[tune]") {
   Layout layout = clusterLayout(2, 2, false, "10Gbit,25us");
   AlgoOverrides rules;
