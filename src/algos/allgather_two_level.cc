@@ -1,9 +1,14 @@
-// Two-level all-gather: node-mates hand their blocks to the node's leader, the leaders pass
-// whole nodes' blocks around a ring of leaders (N-1 steps over the network instead of NP-1),
-// and each leader broadcasts the gathered buffer inside its node (on the node's shared windows
-// from two_level::kIntraWindowsFromBytes). A node's ranks need not be numbered consecutively, so
-// its blocks travel as one message per run of consecutive ranks.
+// Two-level all-gather: node-mates hand their blocks to the node's leader (through the node's
+// shared windows where its ranks share them), the leaders pass whole nodes' blocks around a
+// ring of leaders (N-1 steps over the network instead of NP-1), and each leader broadcasts the
+// gathered buffer inside its node (on the node's shared windows from
+// two_level::kIntraWindowsFromBytes). A node's ranks need not be numbered consecutively, so its
+// blocks travel as one message per run of consecutive ranks.
+#include <algorithm>
+#include <cstring>
+
 #include "algos/ring_math.h"
+#include "algos/shm_window.h"
 #include "algos/two_level.h"
 
 namespace weft {
@@ -36,6 +41,40 @@ Status gatherToLeader(AlgoContext& ctx, const std::vector<int>& node, size_t blo
   return ctx.waitAll();
 }
 
+// The same on the node's shared windows (`node` is a view of exactly its ranks): each node-mate
+// copies its block, an area at a time, into its area (into its flag's line when it fits) and
+// raises its flag without waiting, and the leader copies every node-mate's piece into place.
+// One flag round per area instead of a message from each node-mate.
+Status gatherToLeaderOnWindows(AlgoContext& ctx, AlgoContext& node, const std::vector<int>& members,
+                               size_t blockBytes) {
+  SharedWindows& shared = *node.windows();
+  const auto* in = static_cast<const char*>(ctx.args().send);
+  auto* out = static_cast<char*>(ctx.args().recv);
+  const int me = shared.localIndex();
+  if (me == 0) copyUnlessSame(out + ctx.rank() * blockBytes, in, blockBytes);
+  const size_t areaBytes = window::areaBytes(shared);
+  size_t offset = 0;
+  do {
+    const size_t bytes = std::min(areaBytes, blockBytes - offset);
+    const uint64_t round = node.nextWindowRound();
+    const int flag = window::arrived(round);
+    WEFT_TRY(window::claimArea(node, round));
+    if (me != 0) {
+      std::memcpy(window::roundInput(shared, me, round, blockBytes), in + offset, bytes);
+      shared.publish(flag, round);
+      offset += bytes;
+      continue;
+    }
+    WEFT_TRY(node.publishAndWait(flag, round));
+    for (int index = 1; index < shared.localSize(); ++index) {
+      std::memcpy(out + members[index] * blockBytes + offset,
+                  window::roundInput(shared, index, round, blockBytes), bytes);
+    }
+    offset += bytes;
+  } while (offset < blockBytes);
+  return Status::ok();
+}
+
 Status ringAmongLeaders(AlgoContext& ctx, size_t blockBytes) {
   const topo::NodeLayout& nodes = ctx.nodes();
   auto* out = static_cast<char*>(ctx.args().recv);
@@ -63,7 +102,12 @@ Status allgatherTwoLevel(AlgoContext& ctx) {
   const topo::NodeLayout& nodes = ctx.nodes();
   const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
   const size_t blockBytes = ctx.blockBytes();
-  WEFT_TRY(gatherToLeader(ctx, node, blockBytes));
+  if (node.size() > 1 && AlgoContext::windowsCover(ctx.windows(), node)) {
+    AlgoContext nodeView(ctx, node, args, ctx.plan());
+    WEFT_TRY(gatherToLeaderOnWindows(ctx, nodeView, node, blockBytes));
+  } else {
+    WEFT_TRY(gatherToLeader(ctx, node, blockBytes));
+  }
   if (ctx.rank() == node.front()) WEFT_TRY(ringAmongLeaders(ctx, blockBytes));
   const size_t total = blockBytes * ctx.nranks();
   CollArgs fromLeader{CollType::kBroadcast, args.recv, args.recv, total, weftUint8, weftSum, 0};
