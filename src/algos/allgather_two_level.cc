@@ -102,7 +102,7 @@ Status allgatherTwoLevel(AlgoContext& ctx) {
   const topo::NodeLayout& nodes = ctx.nodes();
   const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
   const size_t blockBytes = ctx.blockBytes();
-  if (node.size() > 1 && AlgoContext::windowsCover(ctx.windows(), node)) {
+  if (two_level::nodeShares(ctx, node)) {
     AlgoContext nodeView(ctx, node, args, ctx.plan());
     WEFT_TRY(gatherToLeaderOnWindows(ctx, nodeView, node, blockBytes));
   } else {

@@ -17,7 +17,7 @@ namespace weft {
 Status allreduceTwoLevelShm(AlgoContext& ctx) {
   const topo::NodeLayout& nodes = ctx.nodes();
   const std::vector<int>& node = nodes.nodeRanks[nodes.nodeOf[ctx.rank()]];
-  const bool onWindows = node.size() > 1 && AlgoContext::windowsCover(ctx.windows(), node);
+  const bool onWindows = two_level::nodeShares(ctx, node);
   if (!onWindows && node.size() > 1) {
     WEFT_TRACE("two_level_shm: this node's ranks share no windows; trees and chains inside it");
   }

@@ -82,8 +82,7 @@ Status allreduceTwoLevelSplit(AlgoContext& ctx) {
   // Below kSplitWindowsFromBytes a message to each owner is quicker than the windows' flag
   // rounds, each of which waits for every node-mate.
   const bool onWindows = ctx.blockBytes() >= two_level::kSplitWindowsFromBytes &&
-                         split.node.size() > 1 &&
-                         AlgoContext::windowsCover(ctx.windows(), split.node);
+                         two_level::nodeShares(ctx, split.node);
   const CollArgs inNode{CollType::kAllReduce,          args.send, args.recv, args.count, args.type,
                         two_level::partialOp(args.op), 0};
   std::optional<AlgoContext> node;  // the node's ranks, with their windows

@@ -40,6 +40,12 @@ inline AlgoId intraAlgo(size_t bytes) {
   return bytes > kIntraChainBytes ? AlgoId::kChain : AlgoId::kBinomial;
 }
 
+// Whether this rank's node-mates `node` (a node of more than one rank) share the node's windows:
+// the stages inside it can then run on them. The same on each rank of the node.
+inline bool nodeShares(const AlgoContext& ctx, const std::vector<int>& node) {
+  return node.size() > 1 && AlgoContext::windowsCover(ctx.windows(), node);
+}
+
 // A broadcast inside `node` (this rank's node-mates) of `bytes`, as the two-level broadcast and
 // all-gather end: from kIntraWindowsFromBytes on the node's shared windows where its ranks share
 // them, one flag round per window area instead of a chain's P - 1 hops per slice; else the tree
@@ -51,9 +57,8 @@ inline AlgoId intraAlgo(size_t bytes) {
 constexpr size_t kIntraWindowsFromBytes = 64 * 1024;
 inline AlgoId intraBroadcastAlgo(const AlgoContext& ctx, const std::vector<int>& node,
                                  size_t bytes) {
-  const bool onWindows = bytes >= kIntraWindowsFromBytes && node.size() > 1 &&
-                         AlgoContext::windowsCover(ctx.windows(), node);
-  return onWindows ? AlgoId::kShmDirect : intraAlgo(bytes);
+  return bytes >= kIntraWindowsFromBytes && nodeShares(ctx, node) ? AlgoId::kShmDirect
+                                                                  : intraAlgo(bytes);
 }
 
 // The leader schedule of the two-level all-reduces: reduce inside each node to its lowest rank

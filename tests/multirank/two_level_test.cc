@@ -48,8 +48,9 @@ TEST_CASE("two-level stages on shared windows over many rounds of a small window
           "[threads][two_level]") {
   // 64 KiB windows: the split's stages inside a node and two_level_shm's take several rounds
   // each; nodes larger than the fewest ranks per node contribute without owning a part. The
-  // two-level broadcast and all-gather end with a broadcast inside each node, on the windows
-  // from 64 KiB, from a root anywhere in its node.
+  // two-level all-gather hands its blocks to the leader on the windows, and it and the
+  // two-level broadcast end with a broadcast inside each node on them from 64 KiB, from a root
+  // anywhere in its node.
   ScopedEnv window("WEFT_SHM_WINDOW_BYTES", "65536");
   const std::string algos = GENERATE("allreduce=two_level_split", "allreduce=two_level_shm",
                                      "allgather=two_level_leader,broadcast=two_level_leader");
