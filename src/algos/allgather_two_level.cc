@@ -41,17 +41,16 @@ Status gatherToLeader(AlgoContext& ctx, const std::vector<int>& node, size_t blo
   return ctx.waitAll();
 }
 
-// The same on the node's shared windows (`node` is a view of exactly its ranks): each node-mate
-// copies its block, an area at a time, into its area (into its flag's line when it fits) and
-// raises its flag without waiting, and the leader copies every node-mate's piece into place.
-// One flag round per area instead of a message from each node-mate.
-Status gatherToLeaderOnWindows(AlgoContext& ctx, AlgoContext& node, const std::vector<int>& members,
-                               size_t blockBytes) {
+// The same on the node's shared windows (`node` is a view of exactly its ranks, with the call's
+// args): each node-mate copies its block, an area at a time, into its area (into its flag's line
+// when it fits) and raises its flag without waiting, and the leader copies every node-mate's
+// piece into place. One flag round per area instead of a message from each node-mate.
+Status gatherToLeaderOnWindows(AlgoContext& node, size_t blockBytes) {
   SharedWindows& shared = *node.windows();
-  const auto* in = static_cast<const char*>(ctx.args().send);
-  auto* out = static_cast<char*>(ctx.args().recv);
-  const int me = shared.localIndex();
-  if (me == 0) copyUnlessSame(out + ctx.rank() * blockBytes, in, blockBytes);
+  const auto* in = static_cast<const char*>(node.args().send);
+  auto* out = static_cast<char*>(node.args().recv);
+  const int me = shared.localIndex();  // the view's rank: the windows cover it in order
+  if (me == 0) copyUnlessSame(out + node.commRank(me) * blockBytes, in, blockBytes);
   const size_t areaBytes = window::areaBytes(shared);
   size_t offset = 0;
   do {
@@ -67,7 +66,7 @@ Status gatherToLeaderOnWindows(AlgoContext& ctx, AlgoContext& node, const std::v
     }
     WEFT_TRY(node.publishAndWait(flag, round));
     for (int index = 1; index < shared.localSize(); ++index) {
-      std::memcpy(out + members[index] * blockBytes + offset,
+      std::memcpy(out + node.commRank(index) * blockBytes + offset,
                   window::roundInput(shared, index, round, blockBytes), bytes);
     }
     offset += bytes;
@@ -104,7 +103,7 @@ Status allgatherTwoLevel(AlgoContext& ctx) {
   const size_t blockBytes = ctx.blockBytes();
   if (two_level::nodeShares(ctx, node)) {
     AlgoContext nodeView(ctx, node, args, ctx.plan());
-    WEFT_TRY(gatherToLeaderOnWindows(ctx, nodeView, node, blockBytes));
+    WEFT_TRY(gatherToLeaderOnWindows(nodeView, blockBytes));
   } else {
     WEFT_TRY(gatherToLeader(ctx, node, blockBytes));
   }

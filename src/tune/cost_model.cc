@@ -244,8 +244,8 @@ struct Costing {
   double intraTree(double bytes, bool reducing) const {
     const int ranks = layout.maxPerNode;
     const LinkCost edge = link(0);
-    return bytes > 64 * 1024 ? chain(ranks, bytes, edge, reducing, 1)
-                             : binomial(ranks, bytes, edge, reducing);
+    return bytes > two_level::kIntraChainBytes ? chain(ranks, bytes, edge, reducing, 1)
+                                               : binomial(ranks, bytes, edge, reducing);
   }
 
   // A reduce or broadcast among a node's ranks on its shared windows: one flag round per

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <utility>
 
 #include "tune/cost_model.h"
 #include "tune/select.h"
@@ -24,6 +25,17 @@ CollArgs allreduce(size_t bytes) {
   args.type = weftUint8;
   args.count = bytes;
   return args;
+}
+
+// 2 nodes x 4 ranks twice, one whose node-mates share memory (and so windows) and one whose
+// talk over the network, on the same link: predictions differ only by the form of the stages
+// inside a node.
+std::pair<Layout, Layout> sharedAndNetworkNodes() {
+  Layout windows = clusterLayout(2, 4, false, "3.3GB/s,5.4us");
+  windows.params.shm = windows.params.net;
+  Layout messages = windows;
+  messages.cost = buildCostLayout(messages.nodes, false);
+  return {windows, messages};
 }
 
 double predict(const Layout& layout, AlgoId algo, size_t bytes, AlgoId inner = AlgoId::kRing) {
@@ -181,10 +193,7 @@ TEST_CASE("the two-level leaders move their bytes at every rank's share of the c
 
 TEST_CASE("the split's stages inside a node are messages where node-mates share no memory",
           "[tune]") {
-  Layout windows = clusterLayout(2, 4, false, "3.3GB/s,5.4us");
-  windows.params.shm = windows.params.net;  // the same link: only the stages' form differs
-  Layout messages = windows;
-  messages.cost = buildCostLayout(messages.nodes, false);
+  auto [windows, messages] = sharedAndNetworkNodes();
   // From the windows' threshold the split pays one latency per stage inside a node on windows,
   // and one per node-mate (3 here) in messages; below it, one per node-mate either way.
   const size_t large = size_t{64} << 10;
@@ -196,10 +205,7 @@ TEST_CASE("the split's stages inside a node are messages where node-mates share 
 }
 
 TEST_CASE("the two-level broadcast and all-gather end on shared windows from 64 KiB", "[tune]") {
-  Layout windows = clusterLayout(2, 4, false, "3.3GB/s,5.4us");
-  windows.params.shm = windows.params.net;  // the same link: only the stage's form differs
-  Layout messages = windows;
-  messages.cost = buildCostLayout(messages.nodes, false);
+  auto [windows, messages] = sharedAndNetworkNodes();
   auto price = [](const Layout& layout, CollType coll, size_t bytes) {
     return predictMicros(layout.params, layout.cost, coll, AlgoId::kTwoLevelLeader,
                          AlgoId::kBinomial, bytes, 64 * 1024);
