@@ -15,6 +15,9 @@
 # LAYOUTS: local, cluster (block numbering), cluster_interleave, pair (2 emulated nodes x 1 rank:
 # on 2 cores every rank has a core of its own). BUCKET_MB (default 25: the whole gradient in one
 # bucket) is DDP's bucket cap, e.g. 0.1 for several buckets that overlap the backward pass.
+# CONFIGS (default "weft gloo gloo_two_level weft_barrier") may add weft_unbound and
+# weft_bound: weft's backend with WEFT_BIND=none and =auto (the others run as the launcher
+# leaves them: cluster.sh, like weftrun, binds where ranks outnumber cores).
 # Prints one line per run and a table of means: step time, gradient sync as the hook sees it
 # (from this rank's call), gradient sync once every rank has joined, the sync hidden by the
 # backward pass and the sync left exposed after it, and a standalone blocking all-reduce of the
@@ -27,7 +30,7 @@ python="${WEFT_PYTHON:-/usr/bin/python3}"
 repeat="${REPEAT:-3}" steps="${STEPS:-60}" warmup="${WARMUP:-10}" nprocs="${NPROCS:-4}"
 layouts="${LAYOUTS:-local cluster cluster_interleave}"
 bucket="${BUCKET_MB:-25}"
-configs=(weft gloo gloo_two_level weft_barrier)
+configs=(${CONFIGS:-weft gloo gloo_two_level weft_barrier})
 out="${OUT:-$root/perf/results/torch_ddp}"
 example="$root/examples/torch_ddp_cnn.py"
 mkdir -p "$out"
@@ -39,6 +42,7 @@ config_args() {  # config: the example's --backend and --hook
     gloo) echo "--backend gloo" ;;
     gloo_two_level) echo "--backend gloo --hook two_level" ;;
     weft_barrier) echo "--backend weft --hook barrier" ;;
+    weft_unbound | weft_bound) echo "--backend weft" ;;
   esac
 }
 
@@ -57,15 +61,24 @@ cluster() {  # layout command...: run on the layout's emulated nodes
   fi
 }
 
+bind_env() {  # config: the WEFT_BIND it runs with (others inherit the launcher's)
+  case "$1" in
+    weft_unbound) echo "WEFT_BIND=none" ;;
+    weft_bound) echo "WEFT_BIND=auto" ;;
+    *) ;;
+  esac
+}
+
 run_ddp() {  # layout config json
   local args=($(config_args "$2") --steps "$steps" --warmup "$warmup" --bucket-cap-mb "$bucket"
-    --json-out "$3")
+    --json-out "$3") bind=($(bind_env "$2"))
   if [[ "$1" == local ]]; then
-    WEFT_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo "$python" "$example" --nprocs "$nprocs" \
+    env "${bind[@]}" WEFT_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo "$python" "$example" --nprocs "$nprocs" \
       "${args[@]}" | grep "^means"
   else
     # MASTER_PORT is free in every node's own namespace; the JSON is written by rank 0 on node0.
-    cluster "$1" "$root/tests/cluster/torch_env.sh" "$python" "$example" "${args[@]}" |
+    cluster "$1" env "${bind[@]}" "$root/tests/cluster/torch_env.sh" "$python" "$example" \
+      "${args[@]}" |
       grep "^means"
   fi
 }
@@ -95,17 +108,19 @@ for layout in $layouts; do
       run_ddp "$layout" "$config" "$json"
     done
     bytes=$("$python" -c "import json,sys; print(json.load(open(sys.argv[1]))['gradient_bytes'])" \
-      "$out/${layout}_weft_$i.json")
+      "$out/${layout}_${configs[0]}_$i.json")
     c_us=$(run_c "$layout" "$bytes")
     echo "== $layout C all-reduce of $bytes bytes: $c_us us"
     echo "{\"c_allreduce_s\": $(python3 -c "print($c_us * 1e-6)")}" >"$out/${layout}_c_$i.json"
   done
 done
 
-"$python" - "$out" "$repeat" $layouts <<'PY' | tee "$out/table.md"
+"$python" - "$out" "$repeat" "${configs[*]}" $layouts <<'PY' | tee "$out/table.md"
 import json, os, statistics, sys
-out, repeat, layouts = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-configs = ("weft", "gloo", "gloo_two_level", "weft_barrier")
+out, repeat, configs, layouts = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
+titles = {"weft": "weft", "gloo": "gloo flat", "gloo_two_level": "gloo two-level hook",
+          "weft_barrier": "weft, barrier only", "weft_unbound": "weft, WEFT_BIND=none",
+          "weft_bound": "weft, WEFT_BIND=auto"}
 keys = [("mean_step_s", "step"), ("mean_hook_sync_s", "sync (hook)"),
         ("mean_sync_after_all_joined_s", "sync (all joined)"),
         ("mean_sync_hidden_s", "sync hidden by backward"),
@@ -114,18 +129,17 @@ keys = [("mean_step_s", "step"), ("mean_hook_sync_s", "sync (hook)"),
 print("Medians over runs, ms. weft, barrier only: a barrier in place of each all-reduce (the "
       "step without the gradient's data). C: weft's blocking C all-reduce of the gradient's "
       "bytes.\n")
-print("| layout | measure | weft | gloo flat | gloo two-level hook | weft, barrier only "
-      "| weft C all-reduce |")
-print("|---|---|---:|---:|---:|---:|---:|")
+print("| layout | measure | " + " | ".join(titles[c] for c in configs) + " | weft C all-reduce |")
+print("|---|---|" + "---:|" * (len(configs) + 1))
 def load(name):
     return [json.load(open(os.path.join(out, f"{name}_{i}.json"))) for i in range(1, repeat + 1)
             if os.path.exists(os.path.join(out, f"{name}_{i}.json"))]
 for layout in layouts:
     runs = {c: load(f"{layout}_{c}") for c in configs}
     c_runs = load(f"{layout}_c")
-    if not all(runs[c] for c in configs[:3]):
+    if not all(runs[c] for c in configs):
         continue
-    ranks = runs["weft"][0]["world_size"]
+    ranks = runs[configs[0]][0]["world_size"]
     c = statistics.median(r["c_allreduce_s"] for r in c_runs) * 1e3 if c_runs else float("nan")
     for key, name in keys:
         if any(key not in r for conf in configs for r in runs[conf]):

@@ -40,11 +40,15 @@ Options:
   --timeout SECONDS   end the job if it runs longer than this; weftrun then exits 124
   --grace SECONDS     time between SIGTERM and SIGKILL when ending ranks (default 3)
   --keep-going        when a rank fails, let the others run on (to see how they handle it)
+  --bind-to MODE      bind each rank to one CPU at init, round robin over its machine's ranks:
+                      core, none or auto (only where they outnumber its CPUs); sets
+                      WEFT_BIND (default: WEFT_BIND from weftrun's environment, else auto)
   -h, --help          show this help and exit
   --version           show the version and exit
 
 Each rank gets WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK, WEFT_LOCAL_NRANKS and WEFT_ROOT_ADDR,
-plus WEFT_SECRET unless it is already set, and on one host WEFT_SOCKET_IFNAME=lo unless set.
+plus WEFT_SECRET unless it is already set, WEFT_BIND (--bind-to), and on one host
+WEFT_SOCKET_IFNAME=lo unless set.
 Across hosts, rank 0's host (as named in the list) serves the rendezvous, the secret reaches the
 other hosts on the agent's stdin (never on a command line), and only -x variables are passed
 there. Each rank runs in its own process group; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
@@ -198,6 +202,12 @@ int ParseArguments(int argc, char** argv, weftrun::LaunchOptions* options) {
         return UsageError("-x " + variable + ": weftrun sets this variable itself");
       }
       options->exports.push_back(*value);
+    } else if (name == "--bind-to") {
+      if (!take_value()) return UsageError("--bind-to needs core, none or auto");
+      if (*value != "core" && *value != "none" && *value != "auto") {
+        return UsageError("invalid --bind-to '" + *value + "' (core, none or auto)");
+      }
+      options->bind_to = *value;
     } else if (name == "--timeout" || name == "--grace") {
       if (!take_value()) return UsageError(std::string(name) + " needs a number of seconds");
       double seconds = 0;

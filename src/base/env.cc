@@ -22,6 +22,11 @@ constexpr Variable kVariables[] = {
      "'allreduce:0-16K=tree,allreduce:16K-=ring' (bytes of the call's count; names: "
      "docs/ALGORITHMS.md); 'allreduce=two_level_leader/ring' also names a two-level algorithm's "
      "stage among nodes. Sizes no rule covers stay with the tuner."},
+    {"WEFT_BIND", "none",
+     "Bind this process to one CPU at init, round robin over its machine's ranks (one thread of "
+     "every core before a second of any, within the CPUs it may use): none, core, or auto (only "
+     "where the machine's ranks outnumber its CPUs). weftrun sets auto unless told otherwise "
+     "(--bind-to)."},
     {"WEFT_BUFFERS", "auto",
      "Where call buffers live: auto (a process that has loaded the CUDA driver asks it about "
      "each call's buffers; any other process's are host memory), host (never ask), or device "

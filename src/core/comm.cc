@@ -10,6 +10,7 @@
 #include "algos/algo_context.h"
 #include "base/descriptor_limit.h"
 #include "base/log.h"
+#include "core/rank_binding.h"
 #include "core/table_agreement.h"
 #include "topo/host_id.h"
 #include "topo/machine.h"
@@ -99,6 +100,7 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   if (nranks > 1) raiseDescriptorLimit();
   if (nranks > 1) WEFT_TRY(TransportWiring::listen(config.transports, &self, &wiring));
   WEFT_TRY(exchangeDescriptions(comm.get(), self, id, deadline));
+  bindRank(config.bind, rank, comm->peers);
 
   std::vector<std::string> names;
   for (const PeerInfo& peer : comm->peers) names.push_back(peer.describe());

@@ -87,6 +87,7 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
     }
   }
   out->spinMicros = env::getInt("WEFT_SPIN_US");
+  WEFT_TRY(parseBindMode(env::getString("WEFT_BIND"), &out->bind));
   int64_t sliceBytes = env::getInt("WEFT_SLICE_BYTES");
   if (sliceBytes < 64 || sliceBytes > (1 << 30)) {
     return invalidArgument("WEFT_SLICE_BYTES must be in 64..1073741824, got " +

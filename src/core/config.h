@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "core/rank_binding.h"
 #include "transports/transport_options.h"
 #include "tune/select.h"
 #include "weft/weft.h"
@@ -19,6 +20,7 @@ struct CommConfig {
   bool checkMode = false;  // compare every collective's arguments across ranks before running it
   int buffers = WEFT_BUFFERS_AUTO;  // where call buffers live (cuda/buffer_kind.h)
   int64_t spinMicros = -1;          // -1 = decide from the layout
+  BindMode bind = BindMode::none;   // WEFT_BIND (core/rank_binding.h)
   size_t sliceBytes = 512 * 1024;
   TransportOptions transports;  // transports/transport_options.h
   bool rdmaNetCostSet = false;  // WEFT_TUNE_NET given: it describes the network whatever serves it

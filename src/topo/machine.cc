@@ -21,9 +21,14 @@ std::string plural(int count, const char* noun) {
 
 void fromSysconf(MachineInfo* out) {
   cpu_set_t set;
-  int usable = sched_getaffinity(0, sizeof(set), &set) == 0
-                   ? CPU_COUNT(&set)
-                   : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  out->cpusByCore.clear();
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) out->cpusByCore.push_back(cpu);
+    }
+  }
+  int usable = !out->cpusByCore.empty() ? static_cast<int>(out->cpusByCore.size())
+                                        : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   out->cores = out->hardwareThreads = usable;
   out->source = "sysconf";
 }
@@ -48,6 +53,30 @@ std::string localityOf(hwloc_topology_t topology, hwloc_obj_t device) {
   std::string locality = std::string("NUMA ") + (text ? text : "?");
   free(text);
   return locality;
+}
+
+// The allowed threads of each core in turn: every core's first, then every core's second, ...
+std::vector<int> cpusByCore(hwloc_topology_t topology, hwloc_const_cpuset_t allowed) {
+  std::vector<std::vector<int>> threadsOfCores;
+  for (hwloc_obj_t core = nullptr;
+       (core = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_CORE, core));) {
+    std::vector<int> threads;
+    for (hwloc_obj_t pu = nullptr; (pu = hwloc_get_next_obj_inside_cpuset_by_type(
+                                        topology, core->cpuset, HWLOC_OBJ_PU, pu));) {
+      if (hwloc_bitmap_intersects(pu->cpuset, allowed)) {
+        threads.push_back(static_cast<int>(pu->os_index));
+      }
+    }
+    if (!threads.empty()) threadsOfCores.push_back(std::move(threads));
+  }
+  std::vector<int> order;
+  for (size_t turn = 0;; ++turn) {
+    size_t before = order.size();
+    for (const std::vector<int>& threads : threadsOfCores) {
+      if (turn < threads.size()) order.push_back(threads[turn]);
+    }
+    if (order.size() == before) return order;
+  }
 }
 
 Status fromHwloc(const std::string& description, MachineInfo* out) {
@@ -87,6 +116,7 @@ Status fromHwloc(const std::string& description, MachineInfo* out) {
     out->cores += hwloc_bitmap_intersects(core->cpuset, allowed) ? 1 : 0;
   }
   if (out->cores == 0) out->cores = out->hardwareThreads;  // machines hwloc shows without cores
+  if (description.empty()) out->cpusByCore = cpusByCore(raw, allowed);
   out->numaDomains = std::max(1, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_NUMANODE));
   out->packages = std::max(1, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PACKAGE));
   out->nics.clear();

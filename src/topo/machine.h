@@ -16,7 +16,11 @@ struct MachineInfo {
   int numaDomains = 1;
   int packages = 1;
   std::vector<std::string> nics;  // "eth0 (NUMA 0)"
-  std::string source;             // "hwloc", "hwloc synthetic: ...", "hwloc XML: ...", "sysconf"
+  // The CPUs (kernel numbers) this process may run on, ordered for spreading processes: one
+  // thread of every core before a second thread of any. Empty for a described machine
+  // (WEFT_TOPO), whose numbers are not this kernel's.
+  std::vector<int> cpusByCore;
+  std::string source;  // "hwloc", "hwloc synthetic: ...", "hwloc XML: ...", "sysconf"
   std::string summary()
       const;  // "2 cores (4 threads), 1 package, 1 NUMA domain, NICs: eth0 (NUMA 0)"
 };

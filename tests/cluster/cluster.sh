@@ -34,8 +34,8 @@
 #
 # Rank mode (default): K x P ranks. Each gets WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK,
 # WEFT_LOCAL_NRANKS, WEFT_ROOT_ADDR (rank 0's node address, port CLUSTER_ROOT_PORT or 29400),
-# WEFT_SECRET (random, shared by the job; kept if already set) and WEFT_SOCKET_IFNAME==veth0
-# (exact name), plus for other programs (MPI, gloo): CLUSTER_NODE (node index), CLUSTER_NODE_NAME,
+# WEFT_SECRET (random, shared by the job; kept if already set), WEFT_SOCKET_IFNAME==veth0
+# (exact name) and WEFT_BIND=auto (as weftrun sets it; kept if already set), plus for other programs (MPI, gloo): CLUSTER_NODE (node index), CLUSTER_NODE_NAME,
 # CLUSTER_NODE_ADDR, CLUSTER_ROOT_ADDR (rank 0's node address), CLUSTER_ADDRS (all node addresses,
 # space-separated), CLUSTER_IFNAME. Rank 0's stdout and stderr are this script's; the other ranks'
 # go to DIR/rank<r>.log. A failing rank's log tail is printed.
@@ -270,6 +270,8 @@ start_rank() {
     export WEFT_LOCAL_NRANKS="${node_counts[node]}"
     export WEFT_ROOT_ADDR="${node_addrs[${rank_node[0]}]}:$root_port"
     export WEFT_SOCKET_IFNAME="=$ifname"
+    # As weftrun does: the emulated nodes share this machine's cores.
+    export WEFT_BIND="${WEFT_BIND:-auto}"
     export CLUSTER_NODE="$node" CLUSTER_NODE_NAME="$name" CLUSTER_NODE_ADDR="${node_addrs[node]}"
     export CLUSTER_ROOT_ADDR="${node_addrs[${rank_node[0]}]}"
     if ((r != 0)); then exec >"$log_dir/rank$r.log" 2>&1; fi

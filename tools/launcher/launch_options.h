@@ -38,6 +38,9 @@ struct LaunchOptions {
   std::optional<double> timeout_s;
   // When a rank fails, leave the others running (the job still fails with its status).
   bool keep_going = false;
+  // --bind-to: WEFT_BIND for the ranks (none, core or auto); empty: WEFT_BIND from weftrun's
+  // environment, or auto.
+  std::string bind_to;
   // Time between SIGTERM and SIGKILL when ending ranks.
   double grace_s = 3.0;
   // The program and its arguments, run once per rank.

@@ -33,7 +33,8 @@ bool IsWeftrunOwnedVariable(std::string_view name);
 struct JobLayout;
 
 // Everything the ranks of this weftrun share: its environment, the exports, WEFT_NRANKS,
-// WEFT_LOCAL_NRANKS, WEFT_ROOT_ADDR, WEFT_SECRET, and WEFT_SOCKET_IFNAME=lo for one-host jobs.
+// WEFT_LOCAL_NRANKS, WEFT_ROOT_ADDR, WEFT_SECRET, WEFT_BIND (--bind-to, else auto unless set),
+// and WEFT_SOCKET_IFNAME=lo for one-host jobs.
 void PrepareJobEnvironment(const LaunchOptions& options, const JobLayout& layout, EnvBlock* env);
 
 // The job environment plus this rank's WEFT_RANK and WEFT_LOCAL_RANK (its index among the ranks

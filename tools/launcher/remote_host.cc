@@ -59,6 +59,7 @@ std::vector<std::string> RemoteCommand(const LaunchOptions& options, const JobLa
     words.push_back(cwd.string());
   }
   if (options.keep_going) words.push_back("--keep-going");
+  if (!options.bind_to.empty()) words.push_back("--bind-to=" + options.bind_to);
   for (const std::string& item : options.exports) {
     std::string name = item.substr(0, item.find('='));
     if (name == "WEFT_SECRET") continue;
