@@ -116,7 +116,7 @@ Status fromHwloc(const std::string& description, MachineInfo* out) {
     out->cores += hwloc_bitmap_intersects(core->cpuset, allowed) ? 1 : 0;
   }
   if (out->cores == 0) out->cores = out->hardwareThreads;  // machines hwloc shows without cores
-  if (description.empty()) out->cpusByCore = cpusByCore(raw, allowed);
+  out->cpusByCore = cpusByCore(raw, allowed);
   out->numaDomains = std::max(1, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_NUMANODE));
   out->packages = std::max(1, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PACKAGE));
   out->nics.clear();

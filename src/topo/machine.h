@@ -17,8 +17,8 @@ struct MachineInfo {
   int packages = 1;
   std::vector<std::string> nics;  // "eth0 (NUMA 0)"
   // The CPUs (kernel numbers) this process may run on, ordered for spreading processes: one
-  // thread of every core before a second thread of any. Empty for a described machine
-  // (WEFT_TOPO), whose numbers are not this kernel's.
+  // thread of every core before a second thread of any. For a described machine (WEFT_TOPO)
+  // its numbers, which binding uses only where this kernel lets the process run on them.
   std::vector<int> cpusByCore;
   std::string source;  // "hwloc", "hwloc synthetic: ...", "hwloc XML: ...", "sysconf"
   std::string summary()

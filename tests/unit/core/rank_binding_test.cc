@@ -70,12 +70,17 @@ TEST_CASE("this machine's CPUs by core are the CPUs this process may use", "[bin
   CHECK_FALSE(allowed.empty());
 }
 
-TEST_CASE("a described machine has no CPU numbers to bind to", "[bind][topo]") {
 #ifdef WEFT_HAVE_HWLOC
+TEST_CASE("threads are dealt one per core before a second of any", "[bind][topo]") {
+  // Synthetic machines number their threads core by core: core 0 has 0 and 1, core 1 2 and 3.
   topo::MachineInfo info;
-  REQUIRE(topo::describeMachine("pack:1 core:4 pu:2", &info).isOk());
-  CHECK(info.cpusByCore.empty());
-#endif
+  REQUIRE(topo::describeMachine("pack:1 core:2 pu:2", &info).isOk());
+  CHECK(info.cpusByCore == std::vector<int>{0, 2, 1, 3});
+  REQUIRE(topo::describeMachine("pack:2 core:2 pu:2", &info).isOk());
+  CHECK(info.cpusByCore == std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7});
+  REQUIRE(topo::describeMachine("pack:1 core:3 pu:1", &info).isOk());
+  CHECK(info.cpusByCore == std::vector<int>{0, 1, 2});
 }
+#endif
 
 }  // namespace weft
