@@ -73,13 +73,12 @@ run_ddp() {  # layout config json
   local args=($(config_args "$2") --steps "$steps" --warmup "$warmup" --bucket-cap-mb "$bucket"
     --json-out "$3") bind=($(bind_env "$2"))
   if [[ "$1" == local ]]; then
-    env "${bind[@]}" WEFT_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo "$python" "$example" --nprocs "$nprocs" \
-      "${args[@]}" | grep "^means"
+    env "${bind[@]}" WEFT_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo "$python" "$example" \
+      --nprocs "$nprocs" "${args[@]}" | grep "^means"
   else
     # MASTER_PORT is free in every node's own namespace; the JSON is written by rank 0 on node0.
     cluster "$1" env "${bind[@]}" "$root/tests/cluster/torch_env.sh" "$python" "$example" \
-      "${args[@]}" |
-      grep "^means"
+      "${args[@]}" | grep "^means"
   fi
 }
 

@@ -124,6 +124,10 @@ int ParseRemoteOption(std::string_view name, const std::string& value,
   return -1;
 }
 
+bool IsBindMode(const std::string& mode) {
+  return mode == "core" || mode == "none" || mode == "auto";
+}
+
 // Fills *options from argv. Returns -1 to go on and run the job, or the status to exit with.
 // Options end at "--" or at the first argument that is not an option, so that the program's
 // own options (even "-n") are passed to it untouched.
@@ -204,7 +208,7 @@ int ParseArguments(int argc, char** argv, weftrun::LaunchOptions* options) {
       options->exports.push_back(*value);
     } else if (name == "--bind-to") {
       if (!take_value()) return UsageError("--bind-to needs core, none or auto");
-      if (*value != "core" && *value != "none" && *value != "auto") {
+      if (!IsBindMode(*value)) {
         return UsageError("invalid --bind-to '" + *value + "' (core, none or auto)");
       }
       options->bind_to = *value;
@@ -222,6 +226,15 @@ int ParseArguments(int argc, char** argv, weftrun::LaunchOptions* options) {
       }
     } else {
       return UsageError("unknown option '" + std::string(arg) + "'");
+    }
+  }
+  if (options->bind_to.empty()) {
+    // Resolved here, so that the hosts a remote part runs on bind as this one says.
+    const char* inherited = std::getenv("WEFT_BIND");
+    options->bind_to = inherited != nullptr && *inherited != '\0' ? inherited : "auto";
+    if (!IsBindMode(options->bind_to)) {
+      return UsageError("WEFT_BIND='" + options->bind_to +
+                        "' in weftrun's environment: core, none or auto");
     }
   }
   if (!options->hosts.empty()) {

@@ -35,8 +35,8 @@
 # Rank mode (default): K x P ranks. Each gets WEFT_RANK, WEFT_NRANKS, WEFT_LOCAL_RANK,
 # WEFT_LOCAL_NRANKS, WEFT_ROOT_ADDR (rank 0's node address, port CLUSTER_ROOT_PORT or 29400),
 # WEFT_SECRET (random, shared by the job; kept if already set), WEFT_SOCKET_IFNAME==veth0
-# (exact name) and WEFT_BIND=auto (as weftrun sets it; kept if already set), plus for other programs (MPI, gloo): CLUSTER_NODE (node index), CLUSTER_NODE_NAME,
-# CLUSTER_NODE_ADDR, CLUSTER_ROOT_ADDR (rank 0's node address), CLUSTER_ADDRS (all node addresses,
+# (exact name) and WEFT_BIND=auto (as weftrun sets it; kept if already set), plus for other
+# programs (MPI, gloo): CLUSTER_NODE (node index), CLUSTER_NODE_NAME, CLUSTER_NODE_ADDR, CLUSTER_ROOT_ADDR (rank 0's node address), CLUSTER_ADDRS (all node addresses,
 # space-separated), CLUSTER_IFNAME. Rank 0's stdout and stderr are this script's; the other ranks'
 # go to DIR/rank<r>.log. A failing rank's log tail is printed.
 #

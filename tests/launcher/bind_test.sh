@@ -75,8 +75,11 @@ first="${cpus[0]}"
 if "$weftrun" -n 1 --bind-to sometimes "$probe" >"$out" 2>&1; then fail "--bind-to sometimes ran"; fi
 grep -q "invalid --bind-to 'sometimes'" "$out" || fail "weftrun should name --bind-to"
 if WEFT_BIND=sometimes "$weftrun" --timeout 60 -n 1 "$probe" >"$out" 2>&1; then
-  fail "WEFT_BIND=sometimes ran"
+  fail "weftrun ran with WEFT_BIND=sometimes"
 fi
+grep -q "WEFT_BIND='sometimes' in weftrun's environment" "$out" || fail "weftrun should name WEFT_BIND"
+# Without a launcher (a communicator of one) init itself refuses it.
+if WEFT_BIND=sometimes timeout 60 "$probe" >"$out" 2>&1; then fail "init ran with WEFT_BIND=sometimes"; fi
 grep -q "WEFT_BIND must be none, core or auto, got 'sometimes'" "$out" ||
   fail "init should name WEFT_BIND"
 echo "binding: ${#cpus[@]} CPUs ($all), all cases passed"

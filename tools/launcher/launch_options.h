@@ -38,8 +38,8 @@ struct LaunchOptions {
   std::optional<double> timeout_s;
   // When a rank fails, leave the others running (the job still fails with its status).
   bool keep_going = false;
-  // --bind-to: WEFT_BIND for the ranks (none, core or auto); empty: WEFT_BIND from weftrun's
-  // environment, or auto.
+  // WEFT_BIND for the ranks (none, core or auto): --bind-to, else weftrun's own WEFT_BIND, else
+  // auto; passed to the remote parts as --bind-to.
   std::string bind_to;
   // Time between SIGTERM and SIGKILL when ending ranks.
   double grace_s = 3.0;

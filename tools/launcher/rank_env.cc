@@ -72,11 +72,7 @@ void PrepareJobEnvironment(const LaunchOptions& options, const JobLayout& layout
   }
   // As mpirun binds by default: where a machine's ranks outnumber its CPUs, ranks that stay on
   // one CPU run in the same turns every time (the library decides, knowing the whole machine).
-  if (!options.bind_to.empty()) {
-    env->Set("WEFT_BIND", options.bind_to);
-  } else if (!IsSetNonEmpty(*env, "WEFT_BIND")) {
-    env->Set("WEFT_BIND", "auto");
-  }
+  if (!options.bind_to.empty()) env->Set("WEFT_BIND", options.bind_to);
   env->Set("WEFT_NRANKS", std::to_string(layout.nranks));
   env->Set("WEFT_LOCAL_NRANKS", std::to_string(layout.local_ranks.size()));
   env->Set("WEFT_ROOT_ADDR", layout.root_addr);

@@ -33,7 +33,7 @@ bool IsWeftrunOwnedVariable(std::string_view name);
 struct JobLayout;
 
 // Everything the ranks of this weftrun share: its environment, the exports, WEFT_NRANKS,
-// WEFT_LOCAL_NRANKS, WEFT_ROOT_ADDR, WEFT_SECRET, WEFT_BIND (--bind-to, else auto unless set),
+// WEFT_LOCAL_NRANKS, WEFT_ROOT_ADDR, WEFT_SECRET, WEFT_BIND (LaunchOptions::bind_to),
 // and WEFT_SOCKET_IFNAME=lo for one-host jobs.
 void PrepareJobEnvironment(const LaunchOptions& options, const JobLayout& layout, EnvBlock* env);
 
