@@ -1,12 +1,12 @@
 #include "topo/machine.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <memory>
 
 #include "base/env.h"
 #include "base/log.h"
+#include "topo/cpu_binding.h"
 
 #ifdef WEFT_HAVE_HWLOC
 #include <hwloc.h>
@@ -20,13 +20,7 @@ std::string plural(int count, const char* noun) {
 }
 
 void fromSysconf(MachineInfo* out) {
-  cpu_set_t set;
-  out->cpusByCore.clear();
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) out->cpusByCore.push_back(cpu);
-    }
-  }
+  out->cpusByCore = allowedCpus();  // without cores to tell apart, the kernel's order
   int usable = !out->cpusByCore.empty() ? static_cast<int>(out->cpusByCore.size())
                                         : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   out->cores = out->hardwareThreads = usable;
