@@ -301,10 +301,9 @@ has_ended() {
 
 # Waits for all ranks until the deadline; after the first failure, for --grace seconds more,
 # since the others normally notice a dead peer and fail soon after. It polls: bash 5.2's
-# `wait -n PIDS` (with a sleep standing for the deadline among the PIDS) sometimes missed a rank
-# that ended just before the call and then blocked until the sleep ended, so that about 1 job
-# in 200 of the seed benchmark took the whole --timeout after every rank had exited, and still
-# reported success.
+# `wait -n PIDS`, with a sleep standing for the deadline among the PIDS, sometimes returned only
+# when the sleep ended, minutes after every rank had exited (5 of about 900 jobs of the seed
+# benchmark took the whole --timeout and still reported success).
 wait_for_ranks() {
   local first_status=0 deadline=$((SECONDS + timeout)) pid status r pending
   while ((${#live_pids[@]})); do
