@@ -644,7 +644,7 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
       // Where the link is itself the cores (nodes emulated on one machine), paying both was
       // counting one resource twice. Their latencies sit between the leaders' share and
       // every exchanging rank's (the geometric mean): at every rank's share the model took
-      // two_level_shm at 64 KiB where the split measured 0.68-0.74x its time, while up to
+      // two_level_shm at 64 KiB where the split measured 0.69-0.78x its time, while up to
       // 4 KiB, at the leaders' share, it took the split where it measured 1.1-1.2x slower.
       const double busy = std::max(1.0, layout.leadersPerCore * parts);
       const double waits = std::sqrt(leadersBusy * busy);
