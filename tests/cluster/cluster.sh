@@ -205,8 +205,7 @@ kill_live_groups() {
   for ((tick = 0; tick < 20; ++tick)); do
     local alive=0
     for pid in "${live_pids[@]}"; do
-      # A reaped-later zombie still answers kill -0; its state in /proc tells.
-      [[ -e /proc/$pid && "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]] && alive=1
+      has_ended "$pid" || alive=1
     done
     ((alive)) || break
     sleep 0.1
