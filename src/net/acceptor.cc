@@ -41,7 +41,12 @@ int64_t millisSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
-// One connection between accept() and the judge.
+}  // namespace
+
+namespace detail {
+
+// One connection between accept() and the judge. In detail with the Acceptor that holds
+// them: a unity build would otherwise warn that a class type uses an anonymous one.
 struct InFlight {
   InFlight(Socket acceptedSocket, SocketAddress peer, const AcceptSpec& spec)
       : socket(std::move(acceptedSocket)),
@@ -58,10 +63,6 @@ struct InFlight {
   Clock::time_point started;
   Deadline deadline;
 };
-
-}  // namespace
-
-namespace detail {
 
 class Acceptor {
  public:
