@@ -41,7 +41,8 @@ class SharedWindows {
   char* flagPayload(int index, int which) {
     return reinterpret_cast<char*>(&flag(index, which)) + sizeof(uint64_t);
   }
-  // Stores `value` into this rank's flag (release) and wakes every sleeping local rank.
+  // Stores `value` into this rank's flag (release) and wakes every sleeping local rank (one that
+  // falls asleep just then: by the end of the operation, see ShmTransport::publish()).
   virtual void publish(int which, uint64_t value) = 0;
 };
 

@@ -130,7 +130,8 @@ class AlgoContext {
   // that flag with a value >= round.
   Status publishAndWait(int which, uint64_t round);
   // Waits until local rank `only` (or, with -1, every local rank) has published flag `which`
-  // with a value >= round.
+  // with a value >= round. With -1 this rank must have published its own already (every
+  // algorithm publishes before it waits); its own flag is not looked at.
   Status waitForFlags(int which, uint64_t round, int only = -1);
   // dst = a (op) b over count elements of the call's datatype.
   void reduce(void* dst, const void* a, const void* b, size_t count) const {

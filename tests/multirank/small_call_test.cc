@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -101,6 +102,45 @@ TEST_CASE("small blocking all-reduces are exact at, below and past the 56-byte l
   }
 }
 
+// Float sums whose result depends on the order of the additions: 1e8 + 1 rounds the 1 away, so
+// (1e8 + 1) - 1e8 is 0 where (1e8 - 1e8) + 1 is 1. Rotating the three values over the ranks per
+// element puts the large pair at every pair of positions.
+float orderSensitiveInput(int rank, size_t i) {
+  constexpr float kValues[] = {1e8f, 1.0f, -1e8f};
+  return kValues[(static_cast<size_t>(rank) + i) % 3];
+}
+
+TEST_CASE("a small all-reduce adds in rank order on every rank, in place or not", "[small_call]") {
+  constexpr int n = 3;
+  std::atomic<int> wrong{0};
+  std::string first;
+  std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    for (size_t count : countsAroundLimit<float>()) {
+      for (bool inPlace : {false, true}) {
+        std::vector<float> send(count), recv(count, -1.0f);
+        for (size_t i = 0; i < count; ++i) send[i] = orderSensitiveInput(rank, i);
+        float* out = inPlace ? send.data() : recv.data();
+        const weftResult_t result =
+            weftAllReduce(send.data(), out, count, weftFloat32, weftSum, comm, nullptr);
+        bool good = result == weftSuccess;
+        for (size_t i = 0; good && i < count; ++i) {
+          float inOrder = orderSensitiveInput(0, i);
+          for (int other = 1; other < n; ++other) inOrder += orderSensitiveInput(other, i);
+          good = out[i] == inOrder;
+        }
+        if (!good && wrong.fetch_add(1) == 0) {
+          first = "rank " + std::to_string(rank) + " count " + std::to_string(count) +
+                  (inPlace ? " in place" : "") + ": result " + std::to_string(result) + " " +
+                  weftGetLastError(comm);
+        }
+      }
+    }
+  });
+  REQUIRE(init.empty());
+  INFO(first);
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("small blocking broadcasts are exact from every root, at, below and past the limit",
           "[small_call]") {
   for (int nranks : {2, 3}) {
@@ -159,6 +199,58 @@ TEST_CASE("a small blocking all-reduce runs after the non-blocking calls issued 
   });
   REQUIRE(init.empty());
   CHECK(wrong == 0);
+}
+
+// With no polling every wait goes straight to sleep, so flags are raised while peers fall asleep
+// over and over. A lost wake-up leaves the sleeper to its once-a-second re-check, so a call that
+// took most of a second is one. (The narrow window that shm publish()'s late fence closes is
+// argued there; this many calls do not reliably hit it.) The ranks sum their counts of such
+// calls in each round's all-reduce, and stop together at the first.
+TEST_CASE("small calls wake peers that fall asleep as the flags go up", "[small_call]") {
+  ScopedEnv noPolling("WEFT_SPIN_US", "0");
+  constexpr int n = 3;
+  constexpr int kRounds = 1500;
+  constexpr auto kLostWakeUp = std::chrono::milliseconds(900);
+  std::atomic<int> wrong{0};
+  std::atomic<int> slowCalls{0};
+  std::string first;
+  std::string init = runAsThreads(n, [&](weftComm_t comm, int rank) {
+    int slow = 0;
+    auto timed = [&](auto&& call) {
+      const auto start = std::chrono::steady_clock::now();
+      const weftResult_t result = call();
+      if (std::chrono::steady_clock::now() - start >= kLostWakeUp) ++slow;
+      return result == weftSuccess;
+    };
+    for (int round = 0; round < kRounds; ++round) {
+      // One rank arrives late in turn, so that the others are asleep or falling asleep.
+      if (rank == round % n) {
+        volatile int spin = 0;
+        for (int i = 0; i < (round % 7) * 500; ++i) spin = spin + 1;
+      }
+      int32_t sums[3] = {rank, round, slow};
+      double value = rank == round % n ? round : -1.0;
+      const bool good =
+          timed([&] { return weftBarrier(comm, nullptr); }) &&
+          timed([&] { return weftAllReduce(sums, sums, 3, weftInt32, weftSum, comm, nullptr); }) &&
+          timed([&] {
+            return weftBroadcast(&value, &value, 1, weftFloat64, round % n, comm, nullptr);
+          });
+      if ((!good || sums[0] != 0 + 1 + 2 || sums[1] != n * round || value != round) &&
+          wrong.fetch_add(1) == 0) {
+        first = "rank " + std::to_string(rank) + " round " + std::to_string(round) + ": " +
+                weftGetLastError(comm);
+      }
+      if (!good || sums[2] > 0) {
+        if (rank == 0) slowCalls = sums[2];
+        break;
+      }
+    }
+  });
+  REQUIRE(init.empty());
+  INFO(first);
+  CHECK(wrong == 0);
+  CHECK(slowCalls == 0);
 }
 
 TEST_CASE("small all-reduces stay exact where a forced algorithm or check mode applies",

@@ -67,6 +67,7 @@ class ShmTransport final : public Transport, public TransportCapabilities, publi
   int waitFd() const override { return epollFd_; }
   bool prepareToSleep() override;
   void finishSleep() override;
+  void operationDone() override { settleWakes(); }
   int findCulprit() override;
   void announceFailure(int culprit) override;
   void close(bool graceful) override;
@@ -133,6 +134,8 @@ class ShmTransport final : public Transport, public TransportCapabilities, publi
   // Sets this rank's state and tells every peer (news, and a wake-up even if it polls).
   void announce(OwnerState state, int culprit);
   void wake(LocalPeer& peer);
+  // The fence publish() leaves out, then a look at every peer's `sleeping` (see publish()).
+  void settleWakes();
   void activate(LocalPeer& peer);
   LocalPeer* peerOf(int rank) { return byRank_[rank]; }
 
@@ -146,6 +149,10 @@ class ShmTransport final : public Transport, public TransportCapabilities, publi
   std::vector<std::string> names_;  // names_[index]: that local rank's listen name
   std::vector<LocalPeer*> byRank_;
   std::vector<int> active_;  // local indexes of the peers with transfers queued
+  // A flag was published without a fence: a peer that went to sleep just then may not be woken
+  // yet. Polls since then, to settle within a few of them (see publish()).
+  bool wakesOwed_ = false;
+  unsigned pollsOwingWakes_ = 0;
   std::vector<std::shared_ptr<ProcessWatch>> watches_;
   uint64_t seenNews_ = 0;
   int myIndex_ = -1;
