@@ -357,8 +357,8 @@ bool ShmTransport::hasWork(LocalPeer& peer) {
 
 bool ShmTransport::prepareToSleep() {
   locals_[myIndex_].view.header().sleeping.store(1, std::memory_order_seq_cst);
-  settleWakes();  // its fence serves both
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  settleWakes();  // no peer may be left asleep on this rank's flags while it sleeps
   for (int index : active_) {
     LocalPeer& peer = locals_[index];
     if (!peer.dead && hasWork(peer)) {
