@@ -136,6 +136,7 @@ class ShmTransport final : public Transport, public TransportCapabilities, publi
   void wake(LocalPeer& peer);
   // The fence publish() leaves out, then a look at every peer's `sleeping` (see publish()).
   void settleWakes();
+  void wakeSleepingPeers();  // wake() on every live local peer
   void activate(LocalPeer& peer);
   LocalPeer* peerOf(int rank) { return byRank_[rank]; }
 

@@ -382,9 +382,7 @@ void ShmTransport::finishSleep() {
 // at the end of the operation at the latest.
 void ShmTransport::publish(int which, uint64_t value) {
   locals_[myIndex_].view.flag(which).value.store(value, std::memory_order_release);
-  for (LocalPeer& peer : locals_) {
-    if (peer.index != myIndex_ && !peer.dead) wake(peer);
-  }
+  wakeSleepingPeers();
   wakesOwed_ = true;
   pollsOwingWakes_ = 0;
 }
@@ -393,6 +391,10 @@ void ShmTransport::settleWakes() {
   if (!wakesOwed_) return;
   wakesOwed_ = false;
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  wakeSleepingPeers();
+}
+
+void ShmTransport::wakeSleepingPeers() {
   for (LocalPeer& peer : locals_) {
     if (peer.index != myIndex_ && !peer.dead) wake(peer);
   }
