@@ -34,7 +34,8 @@
 # Environment (defaults in brackets):
 #   BUILD [build]  OUT [$BUILD/seed-bench]  LAYOUTS ["4x2 2x4"; KxP or N0+N1+..., e.g. 3+2+1]
 #   NUMBERINGS ["block interleave"]  RATES ["none 1gbit"]
-#   ALGOS ["ring recursive_doubling tree two_level_leader two_level_split two_level_shm rabenseifner auto tuned"]
+#   ALGOS ["ring recursive_doubling tree two_level_leader two_level_split two_level_shm
+#          two_level_replicated rabenseifner auto tuned"]
 #   LIBS ["weft gloo mpi"]  SEED_BYTES [564000]  POINT_ITERS [100]  SWEEP_MIN [16]
 #   SWEEP_MAX [64M]  SWEEP_FACTOR [4]  SWEEP_SPLIT [64K]  SMALL_ITERS [200]  LARGE_ITERS [3]
 #   SWEEP [1; 0 runs the seed size only]  JOB_TIMEOUT [300 s per run]
@@ -56,7 +57,7 @@ out="${OUT:-$build/seed-bench}"
 layouts=(${LAYOUTS:-4x2 2x4})
 numberings=(${NUMBERINGS:-block interleave})
 rates=(${RATES:-none 1gbit})
-algos=(${ALGOS:-ring recursive_doubling tree two_level_leader two_level_split two_level_shm rabenseifner auto tuned})
+algos=(${ALGOS:-ring recursive_doubling tree two_level_leader two_level_split two_level_shm two_level_replicated rabenseifner auto tuned})
 libs=(${LIBS:-weft gloo mpi})
 seed_bytes="${SEED_BYTES:-564000}"
 point_iters="${POINT_ITERS:-100}"

@@ -17,7 +17,7 @@ import statistics
 import sys
 
 ORDER = ["ring", "recursive_doubling", "tree", "two_level_leader", "two_level_split",
-         "two_level_shm", "rabenseifner", "auto", "tuned", "online"]
+         "two_level_shm", "two_level_replicated", "rabenseifner", "auto", "tuned", "online"]
 # Not forced algorithms: the columns "best" (the fastest forced weft algorithm) leaves out.
 CHOOSERS = ("auto", "tuned", "online")
 BASELINES = ("gloo", "mpi")

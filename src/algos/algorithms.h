@@ -38,6 +38,7 @@ Status allgatherBruck(AlgoContext& context);
 Status allreduceTwoLevelLeader(AlgoContext& context);
 Status allreduceTwoLevelSplit(AlgoContext& context);
 Status allreduceTwoLevelShm(AlgoContext& context);
+Status allreduceTwoLevelReplicated(AlgoContext& context);
 Status allgatherTwoLevel(AlgoContext& context);
 Status broadcastTwoLevel(AlgoContext& context);
 Status reduceTwoLevel(AlgoContext& context);

@@ -23,6 +23,7 @@ constexpr const char* kNames[kNumAlgoIds] = {
     "two_level_split",
     "two_level_shm",
     "recursive_halving",
+    "two_level_replicated",
 };
 
 }  // namespace

@@ -26,8 +26,9 @@ enum class AlgoId : uint8_t {
   kTwoLevelSplit,     // reduce-scatter inside, one inter-node all-reduce per local rank, all-gather
   kTwoLevelShm,       // as kTwoLevelLeader, the stages inside each node on its shared windows
   kRecursiveHalving,  // reduce-scatter in log2 steps, each exchanging half of the step before
+  kTwoLevelReplicated,  // every rank gets its node's sum, every local rank all-reduces among nodes
 };
-constexpr int kNumAlgoIds = 17;
+constexpr int kNumAlgoIds = 18;
 
 // Whether an algorithm works on shared windows (and so needs the whole communicator on one
 // host with shared memory).
@@ -38,7 +39,7 @@ inline bool needsSharedWindows(AlgoId algo) {
 // Whether an algorithm composes a stage inside each node with one among nodes (Plan::inner).
 inline bool isTwoLevel(AlgoId algo) {
   return algo == AlgoId::kTwoLevelLeader || algo == AlgoId::kTwoLevelSplit ||
-         algo == AlgoId::kTwoLevelShm;
+         algo == AlgoId::kTwoLevelShm || algo == AlgoId::kTwoLevelReplicated;
 }
 
 const char* algoName(AlgoId algo);

@@ -40,6 +40,7 @@ constexpr Entry kAlgorithms[] = {
     {CollType::kAllReduce, AlgoId::kTwoLevelLeader, allreduceTwoLevelLeader},
     {CollType::kAllReduce, AlgoId::kTwoLevelSplit, allreduceTwoLevelSplit},
     {CollType::kAllReduce, AlgoId::kTwoLevelShm, allreduceTwoLevelShm},
+    {CollType::kAllReduce, AlgoId::kTwoLevelReplicated, allreduceTwoLevelReplicated},
     {CollType::kAllGather, AlgoId::kTwoLevelLeader, allgatherTwoLevel},
     {CollType::kBroadcast, AlgoId::kTwoLevelLeader, broadcastTwoLevel},
     {CollType::kReduce, AlgoId::kTwoLevelLeader, reduceTwoLevel},

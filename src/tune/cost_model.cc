@@ -587,6 +587,7 @@ std::vector<AlgoId> modelledAlgos(CollType coll, const CostLayout& layout) {
       if (twoLevel) algos.insert(algos.end(), {AlgoId::kTwoLevelLeader, AlgoId::kTwoLevelSplit});
       // Without shared memory between node-mates it would run as two_level_leader.
       if (twoLevel && layout.intraShm) algos.push_back(AlgoId::kTwoLevelShm);
+      if (twoLevel) algos.push_back(AlgoId::kTwoLevelReplicated);
       break;
     case CollType::kBroadcast:
       algos = innerAlgos(coll);
@@ -607,6 +608,39 @@ std::vector<AlgoId> modelledAlgos(CollType coll, const CostLayout& layout) {
   }
   return algos;
 }
+
+namespace {
+
+// The replicated all-reduce: the node's sum on every node-mate (one flag round on windows up to
+// the node stage's flat limit, each rank reducing every input; recursive doubling among
+// node-mates without windows), then every local rank's group all-reduces the whole buffer among
+// nodes at once, as the split's parts do, and on uneven nodes one message to the extra ranks.
+double replicatedAllreduce(const Costing& flat, AlgoId inner, double bytes) {
+  const CostLayout& layout = flat.layout;
+  const int perNode = layout.maxPerNode;
+  const LinkCost edge = flat.link(0);
+  double inNode = 0;
+  if (perNode > 1 && layout.intraShm) {
+    inNode = bytes <= two_level::kReplicatedFlatBytes
+                 ? flat.windowStage(bytes) + flat.gamma(bytes * (perNode - 1))
+                 : 2 * flat.windowStage(bytes) + flat.gamma(bytes);
+  } else if (perNode > 1) {
+    inNode = ceilLog2(perNode) * (edge.time(bytes) + flat.gamma(bytes));
+  }
+  const int groups = layout.minPerNode;
+  const double leadersBusy = std::max(1.0, layout.leadersPerCore);
+  const double busy = std::max(1.0, layout.leadersPerCore * groups);
+  Costing among{flat.params,
+                acrossNodes(layout.nodes),
+                flat.sliceBytes,
+                std::max<double>(groups, busy) / busy,
+                std::sqrt(leadersBusy * busy),
+                busy};
+  const double extras = perNode > groups ? edge.time(bytes) : 0;
+  return inNode + among.flatAllreduce(inner, bytes) + extras;
+}
+
+}  // namespace
 
 double predictMicros(const CostParams& params, const CostLayout& layout, CollType coll, AlgoId algo,
                      AlgoId inner, size_t size, size_t sliceBytes) {
@@ -651,6 +685,7 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
       Costing among{params, leaders, sliceBytes, std::max<double>(parts, busy) / busy, waits, busy};
       return 2 * inNode + flat.gamma(bytes) + among.flatAllreduce(inner, part);
     }
+    if (algo == AlgoId::kTwoLevelReplicated) return replicatedAllreduce(flat, inner, bytes);
     return flat.flatAllreduce(algo, bytes);
   }
   if (coll == CollType::kBroadcast) {

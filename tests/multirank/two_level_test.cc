@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "multirank/check_matrix.h"
@@ -31,7 +32,8 @@ TEST_CASE("two-level algorithms on even, uneven and interleaved nodes", "[thread
   const char* algos = GENERATE(
       "allreduce=two_level_leader,allgather=two_level_leader,"
       "broadcast=two_level_leader,reduce=two_level_leader",
-      "reduce=two_level_leader/chain", "allreduce=two_level_split", "allreduce=two_level_shm");
+      "reduce=two_level_leader/chain", "allreduce=two_level_split", "allreduce=two_level_shm",
+      "allreduce=two_level_replicated", "allreduce=two_level_replicated/ring");
   const char* layout =
       GENERATE("A", "AB", "AABB", "ABAB", "AABBCCDD", "ABCDABCD", "AAAB", "AABAC", "BAAB", "AAA");
   const char* slices = GENERATE("256", "524288");
@@ -53,6 +55,7 @@ TEST_CASE("two-level stages on shared windows over many rounds of a small window
   // anywhere in its node.
   ScopedEnv window("WEFT_SHM_WINDOW_BYTES", "65536");
   const std::string algos = GENERATE("allreduce=two_level_split", "allreduce=two_level_shm",
+                                     "allreduce=two_level_replicated",
                                      "allgather=two_level_leader,broadcast=two_level_leader");
   const char* layout = GENERATE("AAB", "ABA", "AABB", "ABAB", "AAABBC", "AAABB");
   CAPTURE(algos, layout);
@@ -64,6 +67,60 @@ TEST_CASE("two-level stages on shared windows over many rounds of a small window
   options.types = {weftFloat32, weftFloat16, weftInt64};
   options.counts = {0, 1, 7, 16381, 40000};  // 40000 x 8 bytes: 10 rounds of 32 KiB areas
   checkLayout(layout, options);
+}
+
+TEST_CASE("the replicated all-reduce gives every rank the same bits", "[threads][two_level]") {
+  // Every local rank runs its own all-reduce among nodes, so a rank whose group added the node
+  // sums in another order would end with other bits: fractions that rounding keeps apart. On
+  // uneven nodes the ranks past the smallest node's count receive the result from a node-mate.
+  const char* layout = GENERATE("AABB", "ABAB", "AAABBC", "ABCABA");
+  const char* window = GENERATE("1048576", "65536");
+  const char* transport = GENERATE("", "tcp");
+  CAPTURE(layout, window, transport);
+  ScopedEnv forced("WEFT_ALGO", "allreduce=two_level_replicated");
+  ScopedEnv windowBytes("WEFT_SHM_WINDOW_BYTES", window);
+  ScopedEnv transports("WEFT_TRANSPORT", *transport ? transport : nullptr);
+  const int n = static_cast<int>(std::strlen(layout));
+  if (skippedForRankCap(n)) return;
+  // 20000 floats pass the 16 KiB limit of the node stage's single flag round.
+  const std::vector<size_t> counts = {1, 13, 1000, 20000};
+  std::vector<std::vector<std::vector<float>>> results(counts.size(),
+                                                       std::vector<std::vector<float>>(n));
+  std::vector<std::string> errors(n);
+  std::vector<weftConfig_t> configs(n, weftConfig_t(WEFT_CONFIG_INITIALIZER));
+  for (int rank = 0; rank < n; ++rank) configs[rank].hostId = nodeOf(layout, rank);
+  std::string init = runAsThreadsWith(
+      n,
+      [&](weftComm_t comm, int rank) {
+        for (size_t c = 0; c < counts.size(); ++c) {
+          std::vector<float> buf(counts[c]);
+          for (size_t i = 0; i < buf.size(); ++i) buf[i] = 1.0f / float(3 + rank * 7 + i % 11);
+          if (weftAllReduce(buf.data(), buf.data(), buf.size(), weftFloat32, weftSum, comm,
+                            nullptr) != weftSuccess) {
+            errors[rank] = weftGetLastError(comm);
+          }
+          results[c][rank] = std::move(buf);
+        }
+      },
+      [&](int rank) { return &configs[rank]; });
+  REQUIRE(init.empty());
+  for (int rank = 0; rank < n; ++rank) {
+    INFO("rank " << rank << ": " << errors[rank]);
+    CHECK(errors[rank].empty());
+  }
+  for (size_t c = 0; c < counts.size(); ++c) {
+    for (int rank = 1; rank < n; ++rank) {
+      INFO("count " << counts[c] << ", rank " << rank << " against rank 0");
+      CHECK(results[c][rank] == results[c][0]);
+    }
+    // And the sum is the sum: within float rounding of the exact one.
+    const double exact = [&] {
+      double sum = 0;
+      for (int rank = 0; rank < n; ++rank) sum += 1.0 / (3 + rank * 7);
+      return sum;
+    }();
+    CHECK(results[c][0][0] == Approx(exact).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("flat algorithms arranged for the layout on several nodes", "[threads][two_level]") {

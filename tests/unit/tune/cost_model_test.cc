@@ -99,7 +99,7 @@ TEST_CASE("choosePlan takes the cheapest candidate and the same one every time",
   for (size_t bytes : {size_t{8}, size_t{564000}, size_t{64} << 20}) {
     CAPTURE(bytes);
     std::vector<Candidate> ranked = rankCandidates(CollType::kAllReduce, bytes, layout, 512 << 10);
-    REQUIRE(ranked.size() == 7);
+    REQUIRE(ranked.size() == 8);
     Plan plan = choosePlan(allreduce(bytes), layout, none, 512 << 10);
     CHECK(plan.algo == ranked.front().algo);
     CHECK(plan.predictedMicros == Approx(ranked.front().micros));
@@ -180,8 +180,8 @@ TEST_CASE("the two-level leaders move their bytes at every rank's share of the c
   layout.cost.leadersPerCore = 2;
   const AlgoOverrides none;
   // Latency-bound: the leaders' steps at their own share, and the split's stages inside a node
-  // a message per node-mate.
-  CHECK(choosePlan(allreduce(1024), layout, none, 512 << 10).algo == AlgoId::kTwoLevelShm);
+  // a message per node-mate; one window stage fewer takes the replicated form.
+  CHECK(choosePlan(allreduce(1024), layout, none, 512 << 10).algo == AlgoId::kTwoLevelReplicated);
   CHECK(predict(layout, AlgoId::kTwoLevelSplit, 2048, AlgoId::kRecursiveDoubling) >
         predict(layout, AlgoId::kTwoLevelShm, 2048, AlgoId::kRecursiveDoubling));
   // From 16 KiB the split's parts, streamed at once, beat the leaders' whole message.
@@ -219,6 +219,31 @@ TEST_CASE("the split's stages inside a node are messages where node-mates share 
         Approx(2 * 2 * windows.params.net.alphaMicros));
   CHECK(predict(messages, AlgoId::kTwoLevelSplit, 1024) ==
         Approx(predict(windows, AlgoId::kTwoLevelSplit, 1024)));
+}
+
+TEST_CASE("the replicated all-reduce saves the broadcast back and pays the network per local rank",
+          "[tune]") {
+  auto [windows, messages] = sharedAndNetworkNodes();
+  // Every rank a core of its own: the 4 groups' exchanges among nodes run at once.
+  windows.cost.leadersPerCore = messages.cost.leadersPerCore = 0.25;
+  const double alpha = windows.params.net.alphaMicros;
+  // Latency-bound: the node's sum in one flag round and no broadcast back, against
+  // two_level_shm's two window stages around the same stage among nodes.
+  const size_t small = 1024;
+  CHECK(predict(windows, AlgoId::kTwoLevelReplicated, small, AlgoId::kRecursiveDoubling) <
+        predict(windows, AlgoId::kTwoLevelShm, small, AlgoId::kRecursiveDoubling) - alpha / 2);
+  // Without windows the node's sum takes log2 4 = 2 message steps instead of one flag round
+  // (and each rank reduces 2 inputs instead of 3).
+  const double bytes = static_cast<double>(small);
+  CHECK(predict(messages, AlgoId::kTwoLevelReplicated, small, AlgoId::kRecursiveDoubling) -
+            predict(windows, AlgoId::kTwoLevelReplicated, small, AlgoId::kRecursiveDoubling) ==
+        Approx(alpha + bytes * windows.params.net.betaMicrosPerByte -
+               bytes * windows.params.gammaMicrosPerByte));
+  // Bandwidth-bound: every local rank carries the whole buffer among nodes, where the split's
+  // each carry a quarter.
+  const size_t large = size_t{4} << 20;
+  CHECK(predict(windows, AlgoId::kTwoLevelReplicated, large, AlgoId::kRabenseifner) >
+        2 * predict(windows, AlgoId::kTwoLevelSplit, large, AlgoId::kRabenseifner));
 }
 
 TEST_CASE("the two-level broadcast and all-gather end on shared windows from 64 KiB", "[tune]") {
