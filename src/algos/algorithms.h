@@ -10,6 +10,11 @@ using AlgoFn = Status (*)(AlgoContext& context);
 // nullptr when the collective has no algorithm of that kind.
 AlgoFn findAlgorithm(CollType coll, AlgoId algo);
 
+// An all-reduce on shared windows of at most this many bytes (and one window area) runs shm_flat:
+// every rank reduces every input itself, one round of flags. A larger one runs shm_direct, each
+// rank reducing its share. On one host and in the replicated two-level all-reduce's node stage.
+constexpr size_t kShmFlatAllreduceBytes = 16 * 1024;
+
 Status allreduceRing(AlgoContext& context);
 Status allreduceRecursiveDoubling(AlgoContext& context);
 Status broadcastBinomial(AlgoContext& context);

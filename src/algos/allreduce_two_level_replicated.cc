@@ -20,8 +20,7 @@ namespace {
 
 AlgoId nodeSumAlgo(const AlgoContext& ctx, const std::vector<int>& node) {
   if (!two_level::nodeShares(ctx, node)) return AlgoId::kRecursiveDoubling;
-  return ctx.blockBytes() <=
-                 std::min(two_level::kReplicatedFlatBytes, window::areaBytes(*ctx.windows()))
+  return ctx.blockBytes() <= std::min(kShmFlatAllreduceBytes, window::areaBytes(*ctx.windows()))
              ? AlgoId::kShmFlat
              : AlgoId::kShmDirect;
 }

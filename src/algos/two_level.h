@@ -61,11 +61,6 @@ inline AlgoId intraBroadcastAlgo(const AlgoContext& ctx, const std::vector<int>&
                                                                   : intraAlgo(bytes);
 }
 
-// The replicated all-reduce's sum inside a node: at most this many bytes, every node-mate reduces
-// all the node's inputs itself (one round of flags, as on one host); above, each reduces its
-// share (shm_direct).
-constexpr size_t kReplicatedFlatBytes = 16 * 1024;
-
 // The leader schedule of the two-level all-reduces: reduce inside each node to its lowest rank
 // with `inNode`, all-reduce among those leaders with the Plan's inner algorithm, broadcast back
 // inside each node with `inNode`.

@@ -611,6 +611,26 @@ std::vector<AlgoId> modelledAlgos(CollType coll, const CostLayout& layout) {
 
 namespace {
 
+// The stage among nodes of `groups` sets of ranks, one per node each, exchanging at once (the
+// split's parts, the replicated all-reduce's local ranks). Each pays for the link that the
+// node's groups share and for the cores that every exchanging rank shares, whichever is
+// scarcer. Where the link is itself the cores (nodes emulated on one machine), paying both was
+// counting one resource twice. Their latencies sit between the leaders' share and every
+// exchanging rank's (the geometric mean): at every rank's share the model took two_level_shm at
+// 64 KiB where the split measured 0.69-0.78x its time, while up to 4 KiB, at the leaders' share,
+// it took the split where it measured 1.1-1.2x slower.
+Costing groupsAmongNodes(const Costing& flat, int groups) {
+  const CostLayout& layout = flat.layout;
+  const double leadersBusy = std::max(1.0, layout.leadersPerCore);
+  const double busy = std::max(1.0, layout.leadersPerCore * groups);
+  return {flat.params,
+          acrossNodes(layout.nodes),
+          flat.sliceBytes,
+          std::max<double>(groups, busy) / busy,
+          std::sqrt(leadersBusy * busy),
+          busy};
+}
+
 // The replicated all-reduce: the node's sum on every node-mate (one flag round on windows up to
 // the node stage's flat limit, each rank reducing every input; recursive doubling among
 // node-mates without windows), then every local rank's group all-reduces the whole buffer among
@@ -621,23 +641,15 @@ double replicatedAllreduce(const Costing& flat, AlgoId inner, double bytes) {
   const LinkCost edge = flat.link(0);
   double inNode = 0;
   if (perNode > 1 && layout.intraShm) {
-    inNode = bytes <= two_level::kReplicatedFlatBytes
+    inNode = bytes <= kShmFlatAllreduceBytes
                  ? flat.windowStage(bytes) + flat.gamma(bytes * (perNode - 1))
                  : 2 * flat.windowStage(bytes) + flat.gamma(bytes);
   } else if (perNode > 1) {
     inNode = ceilLog2(perNode) * (edge.time(bytes) + flat.gamma(bytes));
   }
   const int groups = layout.minPerNode;
-  const double leadersBusy = std::max(1.0, layout.leadersPerCore);
-  const double busy = std::max(1.0, layout.leadersPerCore * groups);
-  Costing among{flat.params,
-                acrossNodes(layout.nodes),
-                flat.sliceBytes,
-                std::max<double>(groups, busy) / busy,
-                std::sqrt(leadersBusy * busy),
-                busy};
   const double extras = perNode > groups ? edge.time(bytes) : 0;
-  return inNode + among.flatAllreduce(inner, bytes) + extras;
+  return inNode + groupsAmongNodes(flat, groups).flatAllreduce(inner, bytes) + extras;
 }
 
 }  // namespace
@@ -673,17 +685,9 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
                                 ? latencies * edge.alphaMicros +
                                       (layout.maxPerNode - 1) * part * edge.betaMicrosPerByte
                                 : 0;
-      // The parts' exchanges run at once: each pays for the link that the node's parts
-      // share and for the cores that every exchanging rank shares, whichever is scarcer.
-      // Where the link is itself the cores (nodes emulated on one machine), paying both was
-      // counting one resource twice. Their latencies sit between the leaders' share and
-      // every exchanging rank's (the geometric mean): at every rank's share the model took
-      // two_level_shm at 64 KiB where the split measured 0.69-0.78x its time, while up to
-      // 4 KiB, at the leaders' share, it took the split where it measured 1.1-1.2x slower.
-      const double busy = std::max(1.0, layout.leadersPerCore * parts);
-      const double waits = std::sqrt(leadersBusy * busy);
-      Costing among{params, leaders, sliceBytes, std::max<double>(parts, busy) / busy, waits, busy};
-      return 2 * inNode + flat.gamma(bytes) + among.flatAllreduce(inner, part);
+      // The parts' exchanges among nodes run at once.
+      return 2 * inNode + flat.gamma(bytes) +
+             groupsAmongNodes(flat, parts).flatAllreduce(inner, part);
     }
     if (algo == AlgoId::kTwoLevelReplicated) return replicatedAllreduce(flat, inner, bytes);
     return flat.flatAllreduce(algo, bytes);

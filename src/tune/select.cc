@@ -22,18 +22,18 @@ size_t recursiveDoublingLimit(int nranks) {
 }
 
 // One host with shared memory: the direct algorithms work in place in the shared windows.
-// Below kShmFlatBytes every rank reduces everything itself (one round of flags); above, each
-// rank reduces its share. With only two ranks and large messages the ring over the shm
+// Up to kShmFlatAllreduceBytes every rank reduces everything itself (one round of flags); above,
+// each rank reduces its share. With only two ranks and large messages the ring over the shm
 // transport moves less memory (3.5 buffers per rank with single-copy reads, against the direct
 // algorithm's 5.5 for its copies in and out of the windows) and wins; from 4 ranks the direct
 // algorithm's traffic is the smaller (docs/ALGORITHMS.md has the measurements).
-constexpr size_t kShmFlatBytes = 16 * 1024;
 constexpr size_t kTwoRankRingBytes = 256 * 1024;
 
 AlgoId defaultOneHostAlgo(const CollArgs& args, const Layout& layout, size_t bytes) {
   switch (args.coll) {
     case CollType::kAllReduce:
-      if (bytes <= std::min(kShmFlatBytes, layout.windowAreaBytes)) return AlgoId::kShmFlat;
+      if (bytes <= std::min(kShmFlatAllreduceBytes, layout.windowAreaBytes))
+        return AlgoId::kShmFlat;
       // With every rank's buffers in weftMemAlloc memory the direct algorithm copies nothing
       // (3 buffers per rank at two ranks, against the ring's 3.5 and its system calls).
       return layout.nranks == 2 && bytes >= kTwoRankRingBytes && !args.symmetricWindows
