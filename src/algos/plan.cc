@@ -45,7 +45,16 @@ bool algoFromName(const char* name, AlgoId* out) {
 std::string planName(const Plan& plan) {
   std::string name = algoName(plan.algo);
   if (isTwoLevel(plan.algo)) name.append("/").append(algoName(plan.inner));
+  if (plan.namedSliceBytes != 0) name.append("@").append(sizeName(plan.namedSliceBytes));
   return name;
+}
+
+std::string sizeName(size_t bytes) {
+  const char* suffixes = "KMG";
+  int shift = 0;
+  while (shift < 3 && bytes != 0 && bytes % (size_t{1024} << (10 * shift)) == 0) ++shift;
+  if (shift == 0) return std::to_string(bytes);
+  return std::to_string(bytes >> (10 * shift)) + suffixes[shift - 1];
 }
 
 }  // namespace weft

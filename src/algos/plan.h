@@ -42,18 +42,34 @@ inline bool isTwoLevel(AlgoId algo) {
          algo == AlgoId::kTwoLevelShm || algo == AlgoId::kTwoLevelReplicated;
 }
 
+// Whether an algorithm pipelines its messages in Plan::sliceBytes pieces (a two-level one through
+// its stage among nodes, `inner`), so that a slice size is a variant of it ("ring@128K").
+inline bool cutsIntoSlices(AlgoId algo, AlgoId inner) {
+  const auto pipelines = [](AlgoId id) {
+    return id == AlgoId::kRing || id == AlgoId::kChain || id == AlgoId::kTree;
+  };
+  return pipelines(algo) || (isTwoLevel(algo) && pipelines(inner));
+}
+
 const char* algoName(AlgoId algo);
 // By name ("ring", "recursive_doubling", ...); false when unknown.
 bool algoFromName(const char* name, AlgoId* out);
 
 struct Plan;
-// The algorithm's name, with the stage among nodes for a two-level one ("two_level_leader/ring").
+// The algorithm's name, with the stage among nodes for a two-level one ("two_level_leader/ring")
+// and the slice where a rule named one ("ring@128K").
 std::string planName(const Plan& plan);
+// "128K", "2M", "1G", or plain bytes where no binary suffix divides them: the form size ranges
+// and slices take in WEFT_ALGO and tuning tables.
+std::string sizeName(size_t bytes);
 
 struct Plan {
   AlgoId algo = AlgoId::kRing;
   size_t sliceBytes = 512 * 1024;  // pipelining unit for large messages
-  int depth = 4;                   // slices in flight per connection
+  // The slice a tuning table's rule or WEFT_ALGO named with the algorithm ("ring@128K"); 0 when
+  // sliceBytes is the communicator's (WEFT_SLICE_BYTES).
+  size_t namedSliceBytes = 0;
+  int depth = 4;  // slices in flight per connection
   // The two-level algorithms' stage among nodes (ring, recursive_doubling, rabenseifner or tree
   // for all-reduce; binomial or chain for broadcast).
   AlgoId inner = AlgoId::kRing;

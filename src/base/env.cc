@@ -21,7 +21,8 @@ constexpr Variable kVariables[] = {
      "Force algorithms, e.g. 'ring', 'allreduce=ring,broadcast=chain', or per size range "
      "'allreduce:0-16K=tree,allreduce:16K-=ring' (bytes of the call's count; names: "
      "docs/ALGORITHMS.md); 'allreduce=two_level_leader/ring' also names a two-level algorithm's "
-     "stage among nodes. Sizes no rule covers stay with the tuner."},
+     "stage among nodes, and 'allreduce=ring@128K' the slice of one that pipelines. Sizes no "
+     "rule covers stay with the tuner."},
     {"WEFT_BIND", "none",
      "Bind this process to one CPU at init, round robin over its machine's ranks (one thread of "
      "every core before a second of any, within the CPUs it may use): none, core, or auto (only "

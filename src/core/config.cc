@@ -89,8 +89,10 @@ Status resolveConfig(const weftConfig_t* config, CommConfig* out) {
   out->spinMicros = env::getInt("WEFT_SPIN_US");
   WEFT_TRY(parseBindMode(env::getString("WEFT_BIND"), &out->bind));
   int64_t sliceBytes = env::getInt("WEFT_SLICE_BYTES");
-  if (sliceBytes < 64 || sliceBytes > (1 << 30)) {
-    return invalidArgument("WEFT_SLICE_BYTES must be in 64..1073741824, got " +
+  if (sliceBytes < static_cast<int64_t>(tune::kMinSliceBytes) ||
+      sliceBytes > static_cast<int64_t>(tune::kMaxSliceBytes)) {
+    return invalidArgument("WEFT_SLICE_BYTES must be in " + std::to_string(tune::kMinSliceBytes) +
+                           ".." + std::to_string(tune::kMaxSliceBytes) + ", got " +
                            std::to_string(sliceBytes));
   }
   out->sliceBytes = static_cast<size_t>(sliceBytes);

@@ -42,8 +42,9 @@ CostParams fromPoint(const Point& point, CostParams params) {
 double predictMeasured(const TableMeasurement& entry, const Layout& layout) {
   if (layout.nodes.nodes() <= 1) return -1;
   const size_t bytes = callSizes(argsFor(entry), layout.nranks).message;
+  const size_t slice = entry.choice.sliceBytes != 0 ? entry.choice.sliceBytes : kModelSliceBytes;
   return predictMicros(layout.params, layout.cost, entry.coll, entry.choice.algo,
-                       entry.choice.inner.value_or(entry.choice.algo), bytes, kModelSliceBytes);
+                       entry.choice.inner.value_or(entry.choice.algo), bytes, slice);
 }
 
 AlgoChoice modelChoice(const TableMeasurement& entry, const Layout& layout) {

@@ -92,29 +92,15 @@ AlgoId defaultAlgo(const CollArgs& args, size_t bytes, const Layout& layout) {
   return AlgoId::kRing;
 }
 
-// "16K" -> 16384; false on anything else than digits with an optional K, M or G.
-bool parseSize(const std::string& text, size_t* out) {
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) return false;
-  std::string suffix(end);
-  int shift = suffix.empty()  ? 0
-              : suffix == "K" ? 10
-              : suffix == "M" ? 20
-              : suffix == "G" ? 30
-                              : -1;
-  if (shift < 0) return false;
-  *out = static_cast<size_t>(value) << shift;
-  return true;
-}
-
 // "lo-hi" or "lo-" into a SizeRule's bounds.
 bool parseRange(const std::string& text, SizeRule* rule) {
   size_t dash = text.find('-');
-  if (dash == std::string::npos || !parseSize(text.substr(0, dash), &rule->minBytes)) return false;
+  if (dash == std::string::npos || !tune::parseSizeText(text.substr(0, dash), &rule->minBytes))
+    return false;
   std::string upper = text.substr(dash + 1);
   rule->maxBytes = SIZE_MAX;
-  return upper.empty() || (parseSize(upper, &rule->maxBytes) && rule->maxBytes > rule->minBytes);
+  return upper.empty() ||
+         (tune::parseSizeText(upper, &rule->maxBytes) && rule->maxBytes > rule->minBytes);
 }
 
 bool collFromName(const std::string& name, CollType* out) {
@@ -138,7 +124,7 @@ Status parseAlgoOverrides(const std::string& text, AlgoOverrides* out) {
     size_t equals = token.find('=');
     std::string algoText = equals == std::string::npos ? token : token.substr(equals + 1);
     AlgoId algo;
-    if (!algoFromName(algoText.substr(0, algoText.find('/')).c_str(), &algo)) {
+    if (!algoFromName(algoText.substr(0, algoText.find_first_of("/@")).c_str(), &algo)) {
       return invalidArgument("WEFT_ALGO: unknown algorithm '" + algoText + "'");
     }
     if (equals == std::string::npos) {
@@ -215,7 +201,6 @@ std::vector<Candidate> rankCandidates(CollType coll, size_t bytes, const Layout&
 Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides& overrides,
                 size_t sliceBytes) {
   Plan plan;
-  plan.sliceBytes = sliceBytes;
   const CallSizes sizes = callSizes(args, layout.nranks);
   const size_t bytes = sizes.message;
   const size_t callBytes = sizes.block;
@@ -233,6 +218,12 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
       plan.fromTable = true;
     }
   }
+  // A rule that names its slice ("ring@128K") overrides the communicator's.
+  if (forced && forced->sliceBytes != 0) {
+    sliceBytes = forced->sliceBytes;
+    plan.namedSliceBytes = forced->sliceBytes;
+  }
+  plan.sliceBytes = sliceBytes;
   if (forced) {
     // A two-level algorithm forced without its stage among nodes gets the model's best one.
     plan.algo = forced->algo;
@@ -297,6 +288,32 @@ std::vector<tune::AlgoChoice> runnableChoices(CollType coll, size_t callBytes,
     choices.push_back({algo, std::nullopt});
   }
   return choices;
+}
+
+std::vector<tune::AlgoChoice> sliceVariants(const tune::AlgoChoice& choice, size_t messageBytes,
+                                            const Layout& layout, size_t defaultSlice,
+                                            const std::vector<size_t>& slices) {
+  std::vector<tune::AlgoChoice> variants;
+  const bool twoLevel = isTwoLevel(choice.algo);
+  // A two-level choice without its stage among nodes (all-gather's) pipelines nothing of its own.
+  if (twoLevel && !choice.inner) return variants;
+  const AlgoId piped = twoLevel ? *choice.inner : choice.algo;
+  if (!cutsIntoSlices(choice.algo, piped)) return variants;
+  // The largest piece one pipelined transfer carries: a ring's block among its ranks (among the
+  // nodes for a stage among nodes), a chain's whole message.
+  const size_t ringRanks =
+      static_cast<size_t>(std::max(1, twoLevel ? layout.nodes.nodes() : layout.nranks));
+  const size_t piece = piped == AlgoId::kRing ? messageBytes / ringRanks : messageBytes;
+  for (size_t slice : slices) {
+    const bool differs = piped == AlgoId::kTree ? tune::treeChunkBytes(piece, slice) !=
+                                                      tune::treeChunkBytes(piece, defaultSlice)
+                                                : piece > std::min(slice, defaultSlice);
+    if (slice == defaultSlice || !differs) continue;
+    tune::AlgoChoice variant = choice;
+    variant.sliceBytes = slice;
+    variants.push_back(variant);
+  }
+  return variants;
 }
 
 Status checkTable(const tune::TuningTable& table, const Layout& layout) {

@@ -69,6 +69,14 @@ Plan choosePlan(const CollArgs& args, const Layout& layout, const AlgoOverrides&
 std::vector<tune::AlgoChoice> runnableChoices(CollType coll, size_t callBytes,
                                               const Layout& layout);
 
+// `choice` with each of `slices` that would cut a call of `messageBytes` (callSizes' message)
+// differently from `defaultSlice`: where the largest piece the algorithm pipelines is larger
+// than the smaller of the two slices (for the tree, where its chunk differs). What weft_tune
+// measure times besides the choice itself; empty for an algorithm that cuts no slices.
+std::vector<tune::AlgoChoice> sliceVariants(const tune::AlgoChoice& choice, size_t messageBytes,
+                                            const Layout& layout, size_t defaultSlice,
+                                            const std::vector<size_t>& slices);
+
 // An init-time check that forced algorithms can run on this layout.
 Status checkOverrides(const AlgoOverrides& overrides, const Layout& layout);
 // The same for a tuning table's rules (a table edited by hand may name any algorithm).

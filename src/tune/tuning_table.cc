@@ -1,9 +1,11 @@
 #include "tune/tuning_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -99,12 +101,60 @@ Status lineError(const std::string& source, int line, const std::string& what) {
 std::string choiceName(const AlgoChoice& choice) {
   std::string name = algoName(choice.algo);
   if (choice.inner) name += std::string("/") + algoName(*choice.inner);
+  if (choice.sliceBytes != 0) name.append("@").append(sizeName(choice.sliceBytes));
   return name;
 }
 
+bool parseSizeText(const std::string& text, size_t* out) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  const std::string suffix(end);
+  const int shift = suffix.empty()  ? 0
+                    : suffix == "K" ? 10
+                    : suffix == "M" ? 20
+                    : suffix == "G" ? 30
+                                    : -1;
+  if (shift < 0 || value > (SIZE_MAX >> shift)) return false;
+  *out = static_cast<size_t>(value) << shift;
+  return true;
+}
+
+namespace {
+
+// Whether some stage among nodes that `coll`'s two-level algorithms can use cuts slices.
+bool anyInnerCutsSlices(CollType coll, AlgoId twoLevel) {
+  for (AlgoId inner : innerAlgos(coll)) {
+    if (cutsIntoSlices(twoLevel, inner)) return true;
+  }
+  return false;
+}
+
+Status parseSlice(CollType coll, const AlgoChoice& choice, const std::string& text, size_t* out) {
+  const std::string name = choiceName(choice);
+  const bool cuts = choice.inner              ? cutsIntoSlices(choice.algo, *choice.inner)
+                    : isTwoLevel(choice.algo) ? anyInnerCutsSlices(coll, choice.algo)
+                                              : cutsIntoSlices(choice.algo, choice.algo);
+  if (!cuts) {
+    return invalidArgument("'" + name + "' does not cut its messages into slices ('@" + text +
+                           "'); ring, chain, tree and two-level stages among nodes on them do");
+  }
+  size_t bytes = 0;
+  if (!parseSizeText(text, &bytes) || bytes < kMinSliceBytes || bytes > kMaxSliceBytes) {
+    return invalidArgument("bad slice '" + text + "' for '" + name + "' (expected " +
+                           std::to_string(kMinSliceBytes) + " to 1G bytes, e.g. 128K)");
+  }
+  *out = bytes;
+  return Status::ok();
+}
+
+}  // namespace
+
 Status parseChoice(CollType coll, const std::string& text, AlgoChoice* out) {
-  const size_t slash = text.find('/');
-  const std::string algoText = text.substr(0, slash);
+  const size_t at = text.find('@');
+  const std::string named = text.substr(0, at);
+  const size_t slash = named.find('/');
+  const std::string algoText = named.substr(0, slash);
   AlgoChoice choice;
   if (!algoFromName(algoText.c_str(), &choice.algo)) {
     return invalidArgument("unknown algorithm '" + algoText + "'");
@@ -113,7 +163,7 @@ Status parseChoice(CollType coll, const std::string& text, AlgoChoice* out) {
     return invalidArgument(std::string(collName(coll)) + " has no algorithm '" + algoText + "'");
   }
   if (slash != std::string::npos) {
-    const std::string innerText = text.substr(slash + 1);
+    const std::string innerText = named.substr(slash + 1);
     AlgoId inner;
     const std::vector<AlgoId> usable = innerAlgos(coll);
     if (!isTwoLevel(choice.algo)) {
@@ -126,6 +176,9 @@ Status parseChoice(CollType coll, const std::string& text, AlgoChoice* out) {
                              "' among nodes");
     }
     choice.inner = inner;
+  }
+  if (at != std::string::npos) {
+    WEFT_TRY(parseSlice(coll, choice, text.substr(at + 1), &choice.sliceBytes));
   }
   *out = choice;
   return Status::ok();

@@ -27,17 +27,25 @@
 
 namespace weft::tune {
 
-// An algorithm and, for the two-level ones, the stage among nodes: "two_level_leader/ring".
+// An algorithm and, for the two-level ones, the stage among nodes: "two_level_leader/ring"; for
+// one that pipelines its messages, optionally the slice it cuts them into: "ring@128K".
 struct AlgoChoice {
   AlgoId algo = AlgoId::kRing;
   std::optional<AlgoId> inner;
+  size_t sliceBytes = 0;  // 0: the communicator's (WEFT_SLICE_BYTES)
   bool operator==(const AlgoChoice& other) const {
-    return algo == other.algo && inner == other.inner;
+    return algo == other.algo && inner == other.inner && sliceBytes == other.sliceBytes;
   }
 };
 std::string choiceName(const AlgoChoice& choice);
-// Checks that `coll` has the algorithm and that a stage among nodes is one it can use.
+// Checks that `coll` has the algorithm, that a stage among nodes is one it can use, and that a
+// named slice is one the algorithm cuts its messages into, within WEFT_SLICE_BYTES's range.
 Status parseChoice(CollType coll, const std::string& text, AlgoChoice* out);
+// "16K" -> 16384: digits with an optional binary K, M or G; false on anything else.
+bool parseSizeText(const std::string& text, size_t* out);
+// The range WEFT_SLICE_BYTES and a named slice must lie in.
+constexpr size_t kMinSliceBytes = 64;
+constexpr size_t kMaxSliceBytes = size_t{1} << 30;
 
 struct TableRule {
   CollType coll = CollType::kAllReduce;

@@ -31,7 +31,7 @@ show() {
 # The measurement: every listed collective, a short sweep, one table on rank 0.
 status=0
 run "$tune" measure --colls allreduce,broadcast,allgather --min 16 --max 16K --rounds 2 \
-  --target-ms 2 --out "$dir/measured.txt" >"$dir/measure.log" 2>&1 || status=$?
+  --target-ms 2 --slices 1K --out "$dir/measured.txt" >"$dir/measure.log" 2>&1 || status=$?
 ((status != 77)) || exit 77 # no namespaces here (cluster.sh said why)
 ((status == 0)) || { show "$dir/measure.log"; fail "weft_tune measure exited $status"; }
 layout="$(sed -n 's/^layout //p' "$dir/measured.txt")"
@@ -44,6 +44,13 @@ done
 [[ "$(grep -c '^measured allreduce ' "$dir/measured.txt")" -ge 12 ]] ||
   fail "expected several candidates at each of 6 all-reduce sizes"
 grep -q "^# wrote $dir/measured.txt" "$dir/measure.log" || fail "measure did not say where it wrote"
+# Slice variants: where 1 KiB slices cut the call otherwise than the default 512 KiB (a 16 KiB
+# ring's 4 KiB blocks, a 16 KiB chain), not where they cannot (a 1 KiB ring's 256-byte blocks).
+grep -q "^measured allreduce 16384 ring@1K " "$dir/measured.txt" || fail "no ring@1K at 16 KiB"
+grep -q "^measured broadcast 16384 chain@1K " "$dir/measured.txt" || fail "no chain@1K at 16 KiB"
+if grep -q "^measured allreduce 1024 ring@1K " "$dir/measured.txt"; then
+  fail "ring@1K timed at 1 KiB, where it cuts nothing"
+fi
 
 # A job with the measured table loads it (and its results are right: -c 1).
 status=0
@@ -71,6 +78,15 @@ run env -u WEFT_TUNE_FILE WEFT_DEBUG=INFO XDG_CONFIG_HOME="$dir/none" "$perf" -b
 if grep -q "allreduce of 16384 bytes (float32): ring" "$dir/model.log"; then
   fail "without a table the library also chooses ring: the check above proves nothing"
 fi
+
+# A table that names a slice: the ring runs on 1 KiB slices, and its results are right.
+printf 'weft-tuning 1\nlayout %s\nrule allreduce 0 - ring@1K\n' "$layout" >"$dir/slice.txt"
+status=0
+run env WEFT_TUNE_FILE="$dir/slice.txt" WEFT_DEBUG=INFO "$perf" -b 16 -e 64K -f 16 -n 3 -w 1 -c 1 \
+  >"$dir/slice.log" 2>&1 || status=$?
+((status == 0)) || { show "$dir/slice.log"; fail "the job with the slice table exited $status"; }
+grep -q "allreduce of 65536 bytes (float32): ring@1K (tuning table)" "$dir/slice.log" ||
+  { show "$dir/slice.log"; fail "the table's slice was not followed"; }
 
 # Rank 3 with another table: every rank fails at init, naming both groups, well before the
 # launcher's timeout.
@@ -115,4 +131,7 @@ grep -q "^why: the table's rule" "$dir/explain.log" || fail "explain does not sa
 "$tune" explain --coll allreduce --bytes 4K --table "$dir/measured.txt" >"$dir/explain2.log" 2>&1 ||
   { show "$dir/explain2.log"; fail "weft_tune explain on the measured table"; }
 grep -q "measured at 4 KiB" "$dir/explain2.log" || { show "$dir/explain2.log"; fail "no measured column"; }
+"$tune" explain --coll allreduce --bytes 16K --table "$dir/measured.txt" >"$dir/explain3.log" 2>&1 ||
+  { show "$dir/explain3.log"; fail "weft_tune explain at 16 KiB"; }
+grep -q "^ring@1K " "$dir/explain3.log" || { show "$dir/explain3.log"; fail "explain omits ring@1K"; }
 echo "tuning tables: ok ($mode)"

@@ -155,10 +155,18 @@ int runExplain(int argc, char** argv) {
               fingerprint.c_str());
   std::printf("%-40s %14s %14s\n", "candidate", "predicted us",
               cell.empty() ? "measured us" : ("measured at " + sizeText(measuredBytes)).c_str());
-  for (const AlgoChoice& choice : weft::runnableChoices(options.coll, options.bytes, layout)) {
+  // Every runnable choice, and the slice variants the table measured.
+  std::vector<AlgoChoice> listed = weft::runnableChoices(options.coll, options.bytes, layout);
+  for (const TableMeasurement& entry : cell) {
+    if (std::find(listed.begin(), listed.end(), entry.choice) == listed.end()) {
+      listed.push_back(entry.choice);
+    }
+  }
+  for (const AlgoChoice& choice : listed) {
+    const size_t slice = choice.sliceBytes != 0 ? choice.sliceBytes : 512 * 1024;
     const double predicted =
         weft::tune::predictMicros(layout.params, layout.cost, options.coll, choice.algo,
-                                  choice.inner.value_or(choice.algo), modelBytes, 512 * 1024);
+                                  choice.inner.value_or(choice.algo), modelBytes, slice);
     const TableMeasurement* measured = measuredFor(cell, choice);
     char predictedText[32] = "-", measuredText[48] = "-";
     if (predicted >= 0 && layout.nodes.nodes() > 1) {
@@ -172,7 +180,7 @@ int runExplain(int argc, char** argv) {
                 measuredText);
   }
 
-  AlgoChoice chosen{plan.algo, std::nullopt};
+  AlgoChoice chosen{plan.algo, std::nullopt, plan.namedSliceBytes};
   if (isTwoLevel(plan.algo)) {
     chosen.inner = plan.inner;
   }
@@ -203,7 +211,7 @@ int runExplain(int argc, char** argv) {
     if (!(modelPlan.algo == plan.algo && modelPlan.inner == plan.inner)) {
       const TableMeasurement* model = nullptr;
       for (const TableMeasurement& entry : cell) {
-        if (entry.choice.algo == modelPlan.algo &&
+        if (entry.choice.algo == modelPlan.algo && entry.choice.sliceBytes == 0 &&
             (!entry.choice.inner || *entry.choice.inner == modelPlan.inner)) {
           model = &entry;
         }

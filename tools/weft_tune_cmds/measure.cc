@@ -43,19 +43,25 @@ struct MeasureOptions {
   double targetMillis = 20;  // per candidate and round
   double pruneFactor = 3;    // after the first round, drop candidates this much slower
   int settleRounds = 4;      // at most this many more rounds for candidates too close to call
-  std::string out;           // "" = the user's tuning directory
+  // Slices timed besides the communicator's own for the algorithms that pipeline, where they
+  // cut the call differently (sliceVariants).
+  std::vector<size_t> slices = {size_t{128} << 10, size_t{2} << 20};
+  std::string out;  // "" = the user's tuning directory
 };
 
 [[noreturn]] void usage(const char* problem) {
-  std::fprintf(stderr,
-               "weft_tune measure: %s\n"
-               "usage: <launcher> weft_tune measure [--colls allreduce,broadcast,...] [--min 16]\n"
-               "           [--max 64M] [--factor 4] [--rounds 3] [--target-ms 20] [--prune 3]\n"
-               "           [--settle 4] [--out FILE]\n"
-               "Run as every rank of the job whose layout should be measured. Sizes are the\n"
-               "buffers nccl-tests would report (all-gather: the gathered buffer). The table goes\n"
-               "to FILE or to the first directory of the default search path.\n",
-               problem);
+  std::fprintf(
+      stderr,
+      "weft_tune measure: %s\n"
+      "usage: <launcher> weft_tune measure [--colls allreduce,broadcast,...] [--min 16]\n"
+      "           [--max 64M] [--factor 4] [--rounds 3] [--target-ms 20] [--prune 3]\n"
+      "           [--settle 4] [--slices 128K,2M|none] [--out FILE]\n"
+      "Run as every rank of the job whose layout should be measured. Sizes are the\n"
+      "buffers nccl-tests would report (all-gather: the gathered buffer). Algorithms that\n"
+      "pipeline are also timed with each --slices size where it cuts the call otherwise\n"
+      "than WEFT_SLICE_BYTES does. The table goes to FILE or to the first directory of\n"
+      "the default search path.\n",
+      problem);
   std::exit(2);
 }
 
@@ -93,6 +99,19 @@ MeasureOptions parseOptions(int argc, char** argv) {
       options.pruneFactor = std::atof(value());
     } else if (arg == "--settle") {
       options.settleRounds = std::atoi(value());
+    } else if (arg == "--slices") {
+      options.slices.clear();
+      const std::string list = value();
+      std::stringstream sizes(list == "none" ? "" : list);
+      std::string size;
+      while (std::getline(sizes, size, ',')) {
+        size_t bytes = 0;
+        if (!weft::tune::parseSizeText(size, &bytes) || bytes < weft::tune::kMinSliceBytes ||
+            bytes > weft::tune::kMaxSliceBytes) {
+          usage(("--slices: bad slice '" + size + "' (64 to 1G bytes, e.g. 128K)").c_str());
+        }
+        options.slices.push_back(bytes);
+      }
     } else if (arg == "--out") {
       options.out = value();
     } else if (arg == "-h" || arg == "--help") {
@@ -218,8 +237,17 @@ std::vector<TableMeasurement> measureCell(const Job& job, const MeasureOptions& 
   const weft::Layout& layout = job.comm->layout;
   const size_t callBytes = count * sizeof(float);
   std::vector<Timed> timed;
+  weft::CollArgs args;
+  args.coll = coll;
+  args.type = weftFloat32;
+  args.count = count;
+  const size_t messageBytes = weft::callSizes(args, layout.nranks).message;
   for (const AlgoChoice& choice : weft::runnableChoices(coll, callBytes, layout)) {
     timed.push_back({choice, {}});
+    for (const AlgoChoice& variant : weft::sliceVariants(
+             choice, messageBytes, layout, job.comm->config.sliceBytes, options.slices)) {
+      timed.push_back({variant, {}});
+    }
   }
   // The iteration count: enough calls of the default choice to fill the target time.
   weft::replaceAlgoOverrides(job.comm, weft::AlgoOverrides{}).isOk();
@@ -345,8 +373,15 @@ int runMeasure(int argc, char** argv) {
   job.recv = recv.data();
   const std::string fingerprint = job.comm->tuneFingerprint;
   if (job.rank == 0) {
-    std::printf("# weft_tune measure: layout '%s'; %d rounds, %.0f ms per candidate and round\n",
-                fingerprint.c_str(), options.rounds, options.targetMillis);
+    std::string slices;
+    for (size_t slice : options.slices)
+      slices += (slices.empty() ? "" : ",") + weft::sizeName(slice);
+    std::printf(
+        "# weft_tune measure: layout '%s'; %d rounds, %.0f ms per candidate and round; slices "
+        "%s besides %s\n",
+        fingerprint.c_str(), options.rounds, options.targetMillis,
+        slices.empty() ? "none" : slices.c_str(),
+        weft::sizeName(job.comm->config.sliceBytes).c_str());
     std::printf("# %-12s %10s  %-40s %10s\n", "collective", "bytes", "fastest", "median");
   }
 
