@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 
 # perf/cluster_algos.sh's files: CONFIG.ALGO.(small|large).ROUND.txt (groups: config, algorithm).
-ALGOS_RUN = re.compile(r"(.+?)\.([a-z_]+)\.(small|large)\.\d+\.txt$")
+ALGOS_RUN = re.compile(r"(.+?)\.([a-z_]+(?:@\d+[KMG]?)?)\.(small|large)\.\d+\.txt$")
 
 
 def out_of_place_times(folder, name):

@@ -35,4 +35,24 @@ std::vector<size_t> closeContenders(const std::vector<std::vector<double>>& samp
   return close;
 }
 
+bool clearlyFaster(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || b.empty()) return false;
+  return *std::max_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
+}
+
+std::vector<bool> mayTakeRule(const std::vector<AlgoChoice>& choices,
+                              const std::vector<std::vector<double>>& samples) {
+  std::vector<bool> may(choices.size(), true);
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (choices[i].sliceBytes == 0) continue;
+    AlgoChoice own = choices[i];
+    own.sliceBytes = 0;
+    const auto found = std::find(choices.begin(), choices.end(), own);
+    if (found != choices.end()) {
+      may[i] = clearlyFaster(samples[i], samples[static_cast<size_t>(found - choices.begin())]);
+    }
+  }
+  return may;
+}
+
 }  // namespace weft::tune

@@ -231,9 +231,16 @@ void timeRound(const Job& job, CollType coll, size_t count, int iterations,
   }
 }
 
+// One size's measurements, and those that compete for its rule: all but the slice variants
+// whose timings do not stand clear below their algorithm's own slice (a slice that measures the
+// same within the noise keeps WEFT_SLICE_BYTES).
+struct Cell {
+  std::vector<TableMeasurement> measured;
+  std::vector<TableMeasurement> contest;
+};
+
 // Every candidate for one collective and size, in alternating rounds.
-std::vector<TableMeasurement> measureCell(const Job& job, const MeasureOptions& options,
-                                          CollType coll, size_t count) {
+Cell measureCell(const Job& job, const MeasureOptions& options, CollType coll, size_t count) {
   const weft::Layout& layout = job.comm->layout;
   const size_t callBytes = count * sizeof(float);
   std::vector<Timed> timed;
@@ -279,8 +286,16 @@ std::vector<TableMeasurement> measureCell(const Job& job, const MeasureOptions& 
     if (close.empty()) break;
     timeRound(job, coll, count, iterations, timed, close, (options.rounds + extra) % 2 != 0);
   }
-  std::vector<TableMeasurement> cell;
+  std::vector<AlgoChoice> choices;
+  std::vector<std::vector<double>> samples;
   for (const Timed& entry : timed) {
+    choices.push_back(entry.choice);
+    samples.push_back(entry.samples);
+  }
+  const std::vector<bool> mayTakeRule = weft::tune::mayTakeRule(choices, samples);
+  Cell cell;
+  for (size_t k = 0; k < timed.size(); ++k) {
+    const Timed& entry = timed[k];
     TableMeasurement measured;
     measured.coll = coll;
     measured.bytes = callBytes;
@@ -289,7 +304,8 @@ std::vector<TableMeasurement> measureCell(const Job& job, const MeasureOptions& 
     const auto [low, high] = std::minmax_element(entry.samples.begin(), entry.samples.end());
     measured.spreadPercent = 100 * (*high - *low) / measured.medianMicros;
     measured.rounds = static_cast<int>(entry.samples.size());
-    cell.push_back(measured);
+    cell.measured.push_back(measured);
+    if (mayTakeRule[k]) cell.contest.push_back(measured);
   }
   return cell;
 }
@@ -388,19 +404,21 @@ int runMeasure(int argc, char** argv) {
   weft::tune::TuningTable table;
   table.layout = fingerprint;
   ModelErrors errors;
+  std::vector<TableMeasurement> contest;
   for (CollType coll : options.colls) {
     for (size_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= options.factor) {
       const size_t count = countFor(coll, bytes, job.nranks);
       if (count > 0) {
-        std::vector<TableMeasurement> cell = measureCell(job, options, coll, count);
-        if (job.rank == 0) printCell(cell, job.comm->layout);
-        for (const TableMeasurement& entry : cell) errors.add(entry, job.comm->layout);
-        table.measured.insert(table.measured.end(), cell.begin(), cell.end());
+        const Cell cell = measureCell(job, options, coll, count);
+        if (job.rank == 0) printCell(cell.contest, job.comm->layout);
+        for (const TableMeasurement& entry : cell.measured) errors.add(entry, job.comm->layout);
+        table.measured.insert(table.measured.end(), cell.measured.begin(), cell.measured.end());
+        contest.insert(contest.end(), cell.contest.begin(), cell.contest.end());
       }
       if (bytes > options.maxBytes / options.factor) break;
     }
   }
-  table.rules = weft::tune::rulesFromMeasurements(table.measured);
+  table.rules = weft::tune::rulesFromMeasurements(contest);
   if (job.rank == 0) errors.print();
   table.comments = {"# weft tuning table (docs/TUNING.md \"Tuning tables\")",
                     "# measured by weft_tune measure on " + nowText() + ", " +

@@ -27,3 +27,26 @@ TEST_CASE("medianOf takes the middle, or the mean of the two middles", "[tune][c
   CHECK(weft::tune::medianOf({4, 1, 3, 2}) == 2.5);
   CHECK(weft::tune::medianOf({}) == 0);
 }
+
+TEST_CASE("clearlyFaster needs every timing below the other's fastest", "[tune][contenders]") {
+  using weft::tune::clearlyFaster;
+  CHECK(clearlyFaster({10, 11, 12}, {13, 14}));
+  CHECK_FALSE(clearlyFaster({10, 11, 13}, {13, 14}));  // a lower median is not enough
+  CHECK_FALSE(clearlyFaster({13, 14}, {10, 11, 12}));
+  CHECK_FALSE(clearlyFaster({}, {10}));
+  CHECK_FALSE(clearlyFaster({10}, {}));
+}
+
+TEST_CASE("a slice variant takes the rule only when clearly faster than its own slice",
+          "[tune][contenders]") {
+  using weft::AlgoId;
+  using weft::tune::AlgoChoice;
+  const AlgoChoice ring{AlgoId::kRing, std::nullopt, 0};
+  const AlgoChoice small{AlgoId::kRing, std::nullopt, 128 * 1024};
+  const AlgoChoice large{AlgoId::kRing, std::nullopt, 2 << 20};
+  const AlgoChoice tree{AlgoId::kTree, std::nullopt, 128 * 1024};  // tree itself not timed
+  const std::vector<bool> may = weft::tune::mayTakeRule(
+      {ring, small, large, tree}, {{100, 104, 110}, {90, 95, 101}, {80, 85, 99}, {50, 60, 70}});
+  // 128K overlaps the ring's 100-110 (its 101); 2M's slowest round, 99, is below 100.
+  CHECK(may == std::vector<bool>{true, false, true, true});
+}
