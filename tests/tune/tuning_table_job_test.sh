@@ -52,19 +52,22 @@ if grep -q "^measured allreduce 1024 ring@1K " "$dir/measured.txt"; then
   fail "ring@1K timed at 1 KiB, where it cuts nothing"
 fi
 
-# A job with the measured table loads it (and its results are right: -c 1).
-status=0
-run env WEFT_TUNE_FILE="$dir/measured.txt" WEFT_DEBUG=INFO "$perf" -b 16 -e 16K -f 4 -n 3 -w 1 \
-  -c 1 >"$dir/measured.log" 2>&1 || status=$?
-((status == 0)) || { show "$dir/measured.log"; fail "the job with the measured table exited $status"; }
+# all_reduce_perf with the table $dir/NAME.txt, checking every result (-c 1); log in $dir/NAME.log.
+run_with_table() {
+  local name="$1" status=0
+  shift
+  run env WEFT_TUNE_FILE="$dir/$name.txt" WEFT_DEBUG=INFO "$perf" "$@" -c 1 >"$dir/$name.log" 2>&1 ||
+    status=$?
+  ((status == 0)) || { show "$dir/$name.log"; fail "the job with the $name table exited $status"; }
+}
+
+# A job with the measured table loads it (and its results are right).
+run_with_table measured -b 16 -e 16K -f 4 -n 3 -w 1
 grep -q "tuning table $dir/measured.txt" "$dir/measured.log" || fail "measured table not loaded"
 
 # A table choosing ring everywhere, which the library would not choose itself for these sizes.
 printf 'weft-tuning 1\nlayout %s\nrule allreduce 0 - ring\n' "$layout" >"$dir/ring.txt"
-status=0
-run env WEFT_TUNE_FILE="$dir/ring.txt" WEFT_DEBUG=INFO "$perf" -b 16 -e 16K -f 4 -n 3 -w 1 -c 1 \
-  >"$dir/ring.log" 2>&1 || status=$?
-((status == 0)) || { show "$dir/ring.log"; fail "the job with the ring table exited $status"; }
+run_with_table ring -b 16 -e 16K -f 4 -n 3 -w 1
 grep -q "allreduce of 16384 bytes (float32): ring (tuning table)" "$dir/ring.log" ||
   { show "$dir/ring.log"; fail "the table's rule was not followed"; }
 if awk '/allreduce of [0-9]+ bytes \(float32\): / && !/: ring / { found = 1 } END { exit !found }' \
@@ -81,10 +84,7 @@ fi
 
 # A table that names a slice: the ring runs on 1 KiB slices, and its results are right.
 printf 'weft-tuning 1\nlayout %s\nrule allreduce 0 - ring@1K\n' "$layout" >"$dir/slice.txt"
-status=0
-run env WEFT_TUNE_FILE="$dir/slice.txt" WEFT_DEBUG=INFO "$perf" -b 16 -e 64K -f 16 -n 3 -w 1 -c 1 \
-  >"$dir/slice.log" 2>&1 || status=$?
-((status == 0)) || { show "$dir/slice.log"; fail "the job with the slice table exited $status"; }
+run_with_table slice -b 16 -e 64K -f 16 -n 3 -w 1
 grep -q "allreduce of 65536 bytes (float32): ring@1K (tuning table)" "$dir/slice.log" ||
   { show "$dir/slice.log"; fail "the table's slice was not followed"; }
 
