@@ -227,8 +227,10 @@ WEFT_API weftResult_t weftScatter(const void* sendbuff, void* recvbuff, size_t r
 WEFT_API weftResult_t weftBarrier(weftComm_t comm, weftRequest_t* request);
 
 /* Point to point. Messages between two ranks match in the order they were posted; count and
- * datatype must agree on both sides. Pair a Send with its Recv in a group (or use requests) when
- * both ranks send to each other, as with NCCL. */
+ * datatype must agree on both sides. Pair a Send with its Recv in a group when both ranks send
+ * to each other, as with NCCL: outside a group every call runs in issue order, one at a time,
+ * requests included, so two ranks that both post their Send (or both their Recv) first wait for
+ * each other once a message outgrows the transport's buffering. */
 WEFT_API weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype,
                                int peer, weftComm_t comm, weftRequest_t* request);
 WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
