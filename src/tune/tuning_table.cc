@@ -120,6 +120,15 @@ bool parseSizeText(const std::string& text, size_t* out) {
   return true;
 }
 
+bool parseSliceSize(const std::string& text, size_t* out) {
+  size_t bytes = 0;
+  if (!parseSizeText(text, &bytes) || bytes < kMinSliceBytes || bytes > kMaxSliceBytes) {
+    return false;
+  }
+  *out = bytes;
+  return true;
+}
+
 namespace {
 
 // Whether some stage among nodes that `coll`'s two-level algorithms can use cuts slices.
@@ -139,12 +148,10 @@ Status parseSlice(CollType coll, const AlgoChoice& choice, const std::string& te
     return invalidArgument("'" + name + "' does not cut its messages into slices ('@" + text +
                            "'); ring, chain, tree and two-level stages among nodes on them do");
   }
-  size_t bytes = 0;
-  if (!parseSizeText(text, &bytes) || bytes < kMinSliceBytes || bytes > kMaxSliceBytes) {
+  if (!parseSliceSize(text, out)) {
     return invalidArgument("bad slice '" + text + "' for '" + name + "' (expected " +
                            std::to_string(kMinSliceBytes) + " to 1G bytes, e.g. 128K)");
   }
-  *out = bytes;
   return Status::ok();
 }
 

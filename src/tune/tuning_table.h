@@ -46,6 +46,8 @@ bool parseSizeText(const std::string& text, size_t* out);
 // The range WEFT_SLICE_BYTES and a named slice must lie in.
 constexpr size_t kMinSliceBytes = 64;
 constexpr size_t kMaxSliceBytes = size_t{1} << 30;
+// A slice size as parseSizeText reads it, within that range; false otherwise.
+bool parseSliceSize(const std::string& text, size_t* out);
 
 struct TableRule {
   CollType coll = CollType::kAllReduce;

@@ -106,8 +106,7 @@ MeasureOptions parseOptions(int argc, char** argv) {
       std::string size;
       while (std::getline(sizes, size, ',')) {
         size_t bytes = 0;
-        if (!weft::tune::parseSizeText(size, &bytes) || bytes < weft::tune::kMinSliceBytes ||
-            bytes > weft::tune::kMaxSliceBytes) {
+        if (!weft::tune::parseSliceSize(size, &bytes)) {
           usage(("--slices: bad slice '" + size + "' (64 to 1G bytes, e.g. 128K)").c_str());
         }
         options.slices.push_back(bytes);
