@@ -226,11 +226,14 @@ WEFT_API weftResult_t weftScatter(const void* sendbuff, void* recvbuff, size_t r
                                   weftRequest_t* request);
 WEFT_API weftResult_t weftBarrier(weftComm_t comm, weftRequest_t* request);
 
-/* Point to point. Messages between two ranks match in the order they were posted; count and
- * datatype must agree on both sides. Pair a Send with its Recv in a group when both ranks send
- * to each other, as with NCCL: outside a group every call runs in issue order, one at a time,
- * requests included, so two ranks that both post their Send (or both their Recv) first wait for
- * each other once a message outgrows the transport's buffering. */
+/* Point to point. Messages between two ranks match in the order they were posted, per
+ * direction, collectives' messages included; count and datatype must agree on both sides.
+ * Given a request (outside a group), a Send or Recv is posted and left outstanding: the calls
+ * after it run while it waits for its peer, and the request completes when its transfer does,
+ * so two ranks may both post their Send (or both their Recv) first, as with MPI_Isend/Irecv.
+ * A blocking Send or Recv returns once its transfer is done, as NCCL's do: two ranks that both
+ * block in a Send to each other wait until the timeout once the message outgrows the
+ * transport's buffering; give one side requests, or pair them in a group. */
 WEFT_API weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype,
                                int peer, weftComm_t comm, weftRequest_t* request);
 WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,

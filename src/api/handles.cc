@@ -41,6 +41,9 @@ std::unordered_map<weftComm*, Registration>& registry() {
 thread_local std::string tLastError;
 
 int slotOf(weftComm* comm) {
+  // A free slot holds nullptr: a NULL handle must not pin one (its count would never drop, and
+  // the communicator that takes the slot next could never be destroyed).
+  if (comm == nullptr) return -1;
   int used = gSlotsUsed.load(std::memory_order_acquire);
   for (int i = 0; i < used; ++i) {
     if (gSlots[i].comm.load(std::memory_order_acquire) == comm) return i;

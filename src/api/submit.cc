@@ -69,6 +69,9 @@ weftResult_t submit(weftComm* comm, const CollArgs& args, weftRequest_t* request
   *request = makeRequest(completion, comm);
   Op op = Op::call(args);
   op.completion = std::move(completion);
+  op.mayLeaveOutstanding = isPointToPoint(args.coll);
+  // A send or receive is only posted here: on an idle communicator that takes no hand-off.
+  if (op.mayLeaveOutstanding && comm->executor->tryRunInline(op)) return weftSuccess;
   comm->executor->enqueue(std::move(op));
   return weftSuccess;
 }

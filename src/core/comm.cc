@@ -180,7 +180,11 @@ Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
   comm->p2pSent.assign(nranks, 0);
   comm->p2pReceived.assign(nranks, 0);
   weftComm* raw = comm.get();
-  comm->executor = std::make_shared<Executor>([raw](const Op& op) { return executeOp(raw, op); });
+  Executor::Background background{
+      [raw](Executor::Clock::time_point returnBy) { return advanceOutstanding(raw, returnBy); },
+      [raw] { raw->fabric->wake(); }};
+  comm->executor =
+      std::make_shared<Executor>([raw](Op& op) { return executeOp(raw, op); }, background);
   comm->executor->start();
   if (rank == 0) {
     WEFT_INFO("host %s: %s", self.hostName.c_str(), topo::thisMachine().summary().c_str());

@@ -18,6 +18,7 @@
 #include "core/device_layer.h"
 #include "core/executor.h"
 #include "core/online_tuning.h"
+#include "core/outstanding.h"
 #include "fabric/fabric.h"
 #include "tune/select.h"
 
@@ -49,6 +50,9 @@ struct weftComm {
   weft::Layout layout;          // what the tuner's choices depend on
   std::string tuneFingerprint;  // the layout as tuning tables name it (tune/tuning_table.h)
 
+  // Declared before the fabric, so that the transfers it may still hold outlive it. Owned by
+  // the executing thread.
+  weft::OutstandingTransfers outstanding;
   std::unique_ptr<weft::bootstrap::Bootstrap> bootstrap;
   std::unique_ptr<weft::Fabric> fabric;
   std::unique_ptr<weft::OpResources> resources;
@@ -104,7 +108,8 @@ namespace weft {
 Status createComm(int nranks, const bootstrap::UniqueIdContents& id, int rank,
                   const CommConfig& config, weftComm** out);
 // Runs an operation (one call or a group's calls) on the executing thread.
-Status executeOp(weftComm* comm, const Op& op);
+// A non-blocking Send or Recv may return with its transfer in flight (core/outstanding.h).
+Status executeOp(weftComm* comm, Op& op);
 // Runs one collective of an operation on the executing thread.
 Status runCollective(weftComm* comm, const CollArgs& args);
 // The plan for a call of this shape: chosen (and logged) the first time, then remembered. On the

@@ -1,6 +1,7 @@
 // Executing an operation: a single call or a group's calls on one communicator. A group posts
 // its point-to-point transfers first (on every rank, so they can never wait on a collective),
-// then runs its collectives in issue order, then waits for the transfers.
+// then runs its collectives in issue order, then waits for the transfers. A non-blocking Send
+// or Recv alone is posted and left outstanding (core/outstanding.h).
 #include <chrono>
 #include <cstdio>
 
@@ -16,9 +17,8 @@
 namespace weft {
 namespace {
 
-// Tags: bit 63 marks point-to-point traffic; bits 32..62 hold the operation's sequence number
-// (or the pair's message count), bits 0..31 the message index within the operation.
-constexpr uint64_t kPointToPointBit = 1ull << 63;
+// Tags: bits 32..62 hold the operation's sequence number, bits 0..31 the message index within
+// the operation (bit 63 marks point-to-point traffic, core/outstanding.cc).
 uint64_t tagBaseFor(uint64_t seq) {
   return (seq & 0x7fffffffu) << 32;
 }
@@ -91,26 +91,14 @@ Status runCollective(weftComm* comm, const CollArgs& args) {
 
 namespace {
 
-void postPointToPoint(weftComm* comm, const CollArgs& args) {
-  const bool sending = args.coll == CollType::kSend;
-  const int peer = args.root;
-  uint32_t& counter = sending ? comm->p2pSent[peer] : comm->p2pReceived[peer];
-  Xfer* xfer = comm->resources->nextXfer();
-  xfer->kind = sending ? Xfer::Kind::kSend : Xfer::Kind::kRecv;
-  xfer->peer = peer;
-  xfer->buf = sending ? const_cast<void*>(args.send) : args.recv;
-  xfer->bytes = callSizes(args, comm->nranks).block;
-  xfer->tag = kPointToPointBit | tagBaseFor(counter++);
-  comm->resources->posted().push_back(xfer);
-  comm->fabric->post(xfer);
-}
-
 Status runCalls(weftComm* comm, const Op& op) {
   comm->resources->beginOp();
   size_t pointToPoint = 0;
   for (const CollArgs& call : op.calls()) {
     if (isPointToPoint(call.coll)) {
-      postPointToPoint(comm, call);
+      Xfer* xfer = comm->resources->nextXfer();
+      postPointToPoint(comm, call, xfer);
+      comm->resources->posted().push_back(xfer);
       ++pointToPoint;
     }
   }
@@ -147,7 +135,7 @@ void applyRegistrationChanges(weftComm* comm) {
   }
 }
 
-Status executeOp(weftComm* comm, const Op& op) {
+Status executeOp(weftComm* comm, Op& op) {
   if (comm->failed.load()) return commFailure(comm);
   applyRegistrationChanges(comm);
   if (comm->config.checkMode) {
@@ -158,11 +146,22 @@ Status executeOp(weftComm* comm, const Op& op) {
       return checked;
     }
   }
+  if (op.mayLeaveOutstanding && op.completion && !needsDevice(op)) {
+    leaveOutstanding(comm, op.single, std::move(op.completion));
+    comm->executor->noteBackgroundWork();
+    comm->fabric->operationDone();
+    return Status::ok();
+  }
   Status result = needsDevice(op) ? runOnDevice(comm, op) : runCalls(comm, op);
   comm->fabric->operationDone();
   // Any failure during execution leaves connections in an unknown state (half-sent messages),
   // so the communicator is failed for good; argument errors never get this far.
-  if (!result.isOk()) markFailed(comm, result);
+  if (!result.isOk()) {
+    markFailed(comm, result);
+    failOutstanding(comm, result);
+  } else if (!comm->outstanding.entries.empty()) {
+    reapOutstanding(comm);
+  }
   return result;
 }
 

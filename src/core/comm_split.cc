@@ -20,7 +20,9 @@ struct SplitEntry {
 
 Status splitComm(weftComm* comm, int color, int key, const CommConfig& config, weftComm** newcomm) {
   *newcomm = nullptr;
-  comm->executor->drain();
+  // The split talks over the bootstrap ring, not the fabric: transfers left outstanding may wait
+  // on (their peers may answer only after the split).
+  comm->executor->drain(/*background=*/false);
   if (comm->failed.load()) return commFailure(comm);
   const Deadline deadline = Deadline::after(comm->config.timeoutMs);
 

@@ -4,7 +4,8 @@
 
 namespace weft {
 
-Executor::Executor(RunFn run) : run_(std::move(run)) {}
+Executor::Executor(RunFn run, Background background)
+    : run_(std::move(run)), background_(std::move(background)) {}
 
 Executor::~Executor() {
   stop();
@@ -27,8 +28,35 @@ bool Executor::tryRunFront(std::unique_lock<std::mutex>& lock) {
   lock.lock();
   finished_.notify_all();
   // The progress thread may be waiting for this operation to end, to stop or to take the next.
-  if (stopping_ || (helpers_ == 0 && !queue_.empty())) workQueued_.notify_one();
+  if (stopping_ || (helpers_ == 0 && mayRunSomething())) workQueued_.notify_one();
   return true;
+}
+
+bool Executor::tryAdvanceBackground(std::unique_lock<std::mutex>& lock,
+                                    Clock::time_point returnBy) {
+  bool idle = false;
+  if (!queue_.empty() || !backgroundPending_.load() ||
+      !running_.compare_exchange_strong(idle, true)) {
+    return false;
+  }
+  // Set under the lock: a thread queueing after this sees it and interrupts; one queueing
+  // before has made the queue non-empty, which advance() checks before it sleeps.
+  advancing_.store(true);
+  lock.unlock();
+  const bool pending = background_.advance(returnBy);
+  backgroundPending_.store(pending);
+  advancing_.store(false);
+  running_.store(false);
+  lock.lock();
+  finished_.notify_all();
+  if (stopping_ || (helpers_ == 0 && mayRunSomething())) workQueued_.notify_one();
+  return true;
+}
+
+void Executor::pushLocked(Op op) {
+  queue_.push_back(std::move(op));
+  queued_.store(queue_.size());
+  if (advancing_.load()) background_.interrupt();
 }
 
 template <typename Predicate>
@@ -41,10 +69,15 @@ void Executor::waitFinished(std::unique_lock<std::mutex>& lock, Predicate done) 
 }
 
 void Executor::notifyFinished() {
-  if (finishWaiters_.load() == 0 && queued_.load() == 0 && !stopping_) return;
+  const bool backgroundUnwatched = backgroundPending_.load() && !backgroundWatched_.load();
+  if (finishWaiters_.load() == 0 && queued_.load() == 0 && !stopping_ && !backgroundUnwatched) {
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   finished_.notify_all();
-  if (stopping_ || (helpers_ == 0 && !queue_.empty())) workQueued_.notify_one();
+  if (stopping_ || (helpers_ == 0 && (!queue_.empty() || backgroundUnwatched))) {
+    workQueued_.notify_one();
+  }
 }
 
 Status Executor::runBlocking(Op op) {
@@ -61,16 +94,22 @@ Status Executor::runBlocking(Op op) {
   // Registered as a helper before queueing, so the progress thread is not woken for a call
   // that this thread is about to run itself.
   ++helpers_;
-  queue_.push_back(std::move(op));
-  queued_.store(queue_.size());
+  pushLocked(std::move(op));
   helpUntil(lock, *completion, Clock::time_point::max());
   return completion->result();
 }
 
+bool Executor::tryRunInline(Op& op) {
+  if (!tryBeginInline()) return false;
+  Status result = run_(op);
+  if (op.completion) op.completion->complete(std::move(result));
+  endInline();
+  return true;
+}
+
 void Executor::enqueue(Op op) {
   std::lock_guard<std::mutex> lock(mutex_);
-  queue_.push_back(std::move(op));
-  queued_.store(queue_.size());
+  pushLocked(std::move(op));
   // With a helper waiting the progress thread stands aside, so the helper must be the one woken:
   // it may be waiting for exactly this operation (a request of a group issued just now by
   // another thread).
@@ -95,10 +134,11 @@ bool Executor::helpUntil(std::unique_lock<std::mutex>& lock, Completion& complet
   while (!(done = completion.isDone())) {
     if (tryRunFront(lock)) continue;
     if (Clock::now() >= deadline) break;
+    if (tryAdvanceBackground(lock, deadline)) continue;
     // Another thread runs an operation (or the call is another thread's group still being
     // issued): wait for it to end.
     finishWaiters_.fetch_add(1);
-    auto ended = [&] { return completion.isDone() || (!running_.load() && !queue_.empty()); };
+    auto ended = [&] { return completion.isDone() || (!running_.load() && mayRunSomething()); };
     if (deadline == Clock::time_point::max()) {
       finished_.wait(lock, ended);
     } else {
@@ -106,25 +146,47 @@ bool Executor::helpUntil(std::unique_lock<std::mutex>& lock, Completion& complet
     }
     finishWaiters_.fetch_sub(1);
   }
-  if (--helpers_ == 0 && !queue_.empty()) workQueued_.notify_one();
+  if (--helpers_ == 0 && mayRunSomething()) workQueued_.notify_one();
   return done;
 }
 
 void Executor::serve() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    auto mayRun = [&] { return !running_.load() && helpers_ == 0 && !queue_.empty(); };
-    auto finished = [&] { return stopping_ && !running_.load() && queue_.empty(); };
+    auto mayRun = [&] { return !running_.load() && helpers_ == 0 && mayRunSomething(); };
+    auto finished = [&] { return stopping_ && !running_.load() && !mayRunSomething(); };
     workQueued_.wait(lock, [&] { return mayRun() || finished(); });
     if (finished()) return;
-    tryRunFront(lock);
+    if (tryRunFront(lock)) continue;
+    // Only background work: the thread that left it usually waits for it soon and advances it
+    // itself, so this thread lets it be for a while first (else every transfer costs two
+    // thread hand-offs), then moves it on for nobody waiting.
+    if (!stopping_) {
+      const auto until = Clock::now() + kBackgroundGrace;
+      // Meanwhile more background work needs no notification (one per transfer otherwise).
+      backgroundWatched_.store(true);
+      const bool changed =
+          workQueued_.wait_until(lock, until, [&] { return !mayRun() || !queue_.empty(); });
+      backgroundWatched_.store(false);
+      if (changed) continue;
+    }
+    tryAdvanceBackground(lock, Clock::time_point::max());
   }
 }
 
-void Executor::drain() {
+void Executor::drain(bool background) {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (running_.load() || !queue_.empty()) {
-    if (!tryRunFront(lock)) {
+  if (!background) {
+    // An operation running is waited for; background work advancing is not.
+    while ((running_.load() && !advancing_.load()) || !queue_.empty()) {
+      if (tryRunFront(lock)) continue;
+      // Advancing background work gives way to a queued operation at once.
+      waitFinished(lock, [&] { return !running_.load() || (advancing_.load() && queue_.empty()); });
+    }
+    return;
+  }
+  while (running_.load() || mayRunSomething()) {
+    if (!tryRunFront(lock) && !tryAdvanceBackground(lock, Clock::time_point::max())) {
       waitFinished(lock, [&] { return !running_.load(); });
     }
   }

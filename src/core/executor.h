@@ -7,6 +7,12 @@
 // communicator runs on the caller's thread, and a caller that issues a burst of non-blocking
 // calls and then waits pays no thread hand-off per call. Idle threads sleep on condition
 // variables; nothing here polls.
+//
+// An operation may leave work behind when it returns (a non-blocking send or receive still in
+// flight, core/outstanding.h): it completes its own Completion later. That background work is
+// advanced by whichever thread may run while nothing is queued, and an operation queued
+// meanwhile interrupts it, so that later calls never wait behind a transfer that their peer
+// only answers after them.
 #pragma once
 
 #include <atomic>
@@ -37,6 +43,9 @@ struct Op {
   std::shared_ptr<Completion> completion;
   // Stream-ordered calls: the caller streams' readiness and their release (cuda/gpu_state.h).
   std::shared_ptr<device::StreamOrder> streamOrder;
+  // A non-blocking point-to-point call: it may return with its transfer still in flight, taking
+  // `completion` along (the executor then completes nothing).
+  bool mayLeaveOutstanding = false;
 
   static Op call(const CollArgs& args) {
     Op op;
@@ -56,9 +65,19 @@ struct Op {
 
 class Executor {
  public:
-  using RunFn = std::function<Status(const Op&)>;
+  using Clock = std::chrono::steady_clock;
 
-  explicit Executor(RunFn run);
+  using RunFn = std::function<Status(Op&)>;
+  // Work left behind by operations. advance() runs with the right to run held, until some of
+  // it completes, an operation is queued (hasQueued()), or `returnBy` passes; it returns whether
+  // work is still pending. interrupt() is thread-safe and makes a running advance() look again
+  // at once.
+  struct Background {
+    std::function<bool(Clock::time_point returnBy)> advance;
+    std::function<void()> interrupt;
+  };
+
+  explicit Executor(RunFn run, Background background = {});
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -78,20 +97,32 @@ class Executor {
     notifyFinished();
   }
   void enqueue(Op op);
+  // Runs op at once on this thread and completes its completion when nothing is queued or
+  // running (no hand-off); false, with op untouched, otherwise.
+  bool tryRunInline(Op& op);
+  // How long the progress thread leaves background work to the thread that left it.
+  static constexpr std::chrono::microseconds kBackgroundGrace{1000};
+  // Called by the running operation when it leaves work behind.
+  void noteBackgroundWork() { backgroundPending_.store(true); }
+  bool hasQueued() const { return queued_.load() != 0; }
   // Waits until `completion` is done, helping as described above; false if timeoutMs (>= 0)
   // passed first.
   bool waitFor(Completion& completion, int64_t timeoutMs);
-  // Waits until nothing is queued or running.
-  void drain();
+  // Waits until nothing is queued, running or left behind; with background = false, work left
+  // behind may still be pending (and advancing) on return.
+  void drain(bool background = true);
   // Completes every queued (not yet running) operation with `why`.
   void cancelQueued(const Status& why);
   // Stops the thread after the queue is empty.
   void stop();
 
  private:
-  using Clock = std::chrono::steady_clock;
-
   void serve();
+  // Queues op (lock held) and interrupts background work so that op runs soon.
+  void pushLocked(Op op);
+  // Like tryRunFront, for the background work: only when nothing is queued.
+  bool tryAdvanceBackground(std::unique_lock<std::mutex>& lock, Clock::time_point returnBy);
+  bool mayRunSomething() const { return !queue_.empty() || backgroundPending_.load(); }
   // The helping loop of waitFor(); the caller has counted itself in helpers_.
   bool helpUntil(std::unique_lock<std::mutex>& lock, Completion& completion,
                  Clock::time_point deadline);
@@ -106,6 +137,7 @@ class Executor {
   void waitFinished(std::unique_lock<std::mutex>& lock, Predicate done);
 
   RunFn run_;
+  Background background_;
   std::mutex mutex_;
   std::condition_variable workQueued_;  // the progress thread waits for work (or stop)
   std::condition_variable finished_;    // helpers and drain() wait for an operation to end
@@ -118,6 +150,12 @@ class Executor {
   std::atomic<int> finishWaiters_{0};  // threads waiting on finished_
   int helpers_ = 0;                    // threads inside waitFor(): the progress thread stands aside
   std::atomic<bool> stopping_{false};
+  // Set by the runner when an operation leaves work behind, cleared by advance()'s result;
+  // advancing_ while an advance() runs (then queueing interrupts it).
+  std::atomic<bool> backgroundPending_{false};
+  std::atomic<bool> advancing_{false};
+  // The progress thread is waiting out kBackgroundGrace and will look at background work then.
+  std::atomic<bool> backgroundWatched_{false};
   std::thread thread_;
 };
 

@@ -25,13 +25,15 @@ Fabric::~Fabric() {
 Status Fabric::init() {
   epollFd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epollFd_ < 0) return systemError("epoll_create1", errno);
-  abortFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (abortFd_ < 0) return systemError("eventfd", errno);
-  epoll_event event{};
-  event.events = EPOLLIN;
-  event.data.fd = abortFd_;
-  if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, abortFd_, &event) != 0) {
-    return systemError("epoll_ctl", errno);
+  for (int* fd : {&abortFd_, &wakeFd_}) {
+    *fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (*fd < 0) return systemError("eventfd", errno);
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = *fd;
+    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, *fd, &event) != 0) {
+      return systemError("epoll_ctl", errno);
+    }
   }
   return Status::ok();
 }
@@ -200,7 +202,16 @@ void Fabric::WaitLoop::sleep() {
   startClock();
   woken_ = slept_ = true;
   epoll_event events[8];
-  epoll_wait(fabric_.epollFd_, events, 8, deadline_.remainingMs(1000));
+  int64_t sleepMs = deadline_.remainingMs(1000);
+  if (returnBy_ != std::chrono::steady_clock::time_point::max()) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(returnBy_ - std::chrono::steady_clock::now());
+    sleepMs = std::clamp<int64_t>(left.count(), 0, sleepMs);
+  }
+  epoll_wait(fabric_.epollFd_, events, 8, static_cast<int>(sleepMs));
+  // A wake() only ends this sleep; the next one must not end at once for it.
+  uint64_t wakes = 0;
+  [[maybe_unused]] ssize_t ignored = read(fabric_.wakeFd_, &wakes, sizeof(wakes));
   cancelSleep();
 }
 
@@ -257,13 +268,20 @@ void Fabric::abort() {
     ssize_t ignored = write(abortFd_, &one, sizeof(one));
 }
 
+void Fabric::wake() {
+  uint64_t one = 1;
+  if (wakeFd_ >= 0) [[maybe_unused]]
+    ssize_t ignored = write(wakeFd_, &one, sizeof(one));
+}
+
 void Fabric::close(bool graceful) {
   for (auto& transport : transports_) transport->close(graceful && failure_.isOk());
   capable_.clear();
   transports_.clear();
   if (epollFd_ >= 0) ::close(epollFd_);
   if (abortFd_ >= 0) ::close(abortFd_);
-  epollFd_ = abortFd_ = -1;
+  if (wakeFd_ >= 0) ::close(wakeFd_);
+  epollFd_ = abortFd_ = wakeFd_ = -1;
 }
 
 }  // namespace weft

@@ -41,10 +41,13 @@ class Fabric {
   // which rank (-1 if none), whom the failure notices then name. Transports keep
   // progressing meanwhile; ready() is checked again after the sleep has been announced, so a
   // condition set by another rank in shared memory (which then wakes sleepers) is never missed.
+  // returnBy: no sleep lasts past it (ready() must then say so); it does not end the wait.
   template <typename Ready, typename Describe>
-  Status waitUntil(Ready&& ready, Describe&& describe) {
+  Status waitUntil(Ready&& ready, Describe&& describe,
+                   std::chrono::steady_clock::time_point returnBy =
+                       std::chrono::steady_clock::time_point::max()) {
     if (!failure_.isOk()) return failure_;
-    WaitLoop loop(*this);
+    WaitLoop loop(*this, returnBy);
     for (;;) {
       Status failure;
       if (ready(&failure)) return failure.isOk() ? loop.finish() : fail(failure);
@@ -119,6 +122,8 @@ class Fabric {
 
   // Thread-safe: wakes the waiting thread, whose wait then returns weftAborted.
   void abort();
+  // Thread-safe: ends the waiting thread's sleep, so that its wait checks ready() again at once.
+  void wake();
   bool failed() const { return !failure_.isOk(); }
   const Status& failure() const { return failure_; }
   const std::string& peerName(int rank) const { return peerNames_[rank]; }
@@ -128,7 +133,8 @@ class Fabric {
   // One wait's state: deadline, polling budget, sleeping.
   class WaitLoop {
    public:
-    explicit WaitLoop(Fabric& fabric) : fabric_(fabric) {}
+    WaitLoop(Fabric& fabric, std::chrono::steady_clock::time_point returnBy)
+        : fabric_(fabric), returnBy_(returnBy) {}
     bool progressed() const { return progressed_; }
     Status checkStop();  // weftAborted, or weftTimeout (the caller words the message)
     bool spinOver();
@@ -142,6 +148,7 @@ class Fabric {
     void startClock();
 
     Fabric& fabric_;
+    std::chrono::steady_clock::time_point returnBy_;
     Deadline deadline_;
     std::chrono::steady_clock::time_point started_;
     std::chrono::steady_clock::time_point spinUntil_;
@@ -177,6 +184,7 @@ class Fabric {
   std::deque<Xfer*> selfRecvs_;
   int epollFd_ = -1;
   int abortFd_ = -1;
+  int wakeFd_ = -1;
   std::atomic<bool> aborted_{false};
   Status failure_;
   int64_t timeoutMs_ = 300000;

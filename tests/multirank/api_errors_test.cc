@@ -2,10 +2,14 @@
 // working afterwards.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "multirank/rank_threads.h"
@@ -127,6 +131,28 @@ TEST_CASE("destroying or aborting a NULL communicator succeeds, as in NCCL", "[a
   weftComm_t bogus = reinterpret_cast<weftComm_t>(&bogus);
   CHECK(weftCommDestroy(bogus) == weftInvalidArgument);
   CHECK(weftCommAbort(bogus) == weftInvalidArgument);
+}
+
+TEST_CASE("a call given a NULL communicator does not keep the next one from being destroyed",
+          "[api]") {
+  // A NULL handle once pinned a free slot of the handle table, and the communicator that took
+  // that slot next waited forever in weftCommDestroy for the call to leave.
+  weftUniqueId id;
+  REQUIRE(weftGetUniqueId(&id) == weftSuccess);
+  weftComm_t comm = nullptr;
+  REQUIRE(weftCommInitRank(&comm, 1, id, 0) == weftSuccess);
+  REQUIRE(weftCommDestroy(comm) == weftSuccess);  // leaves its slot free
+  float value = 1;
+  CHECK(weftAllReduce(&value, &value, 1, weftFloat32, weftSum, nullptr, nullptr) ==
+        weftInvalidArgument);
+  REQUIRE(weftGetUniqueId(&id) == weftSuccess);
+  REQUIRE(weftCommInitRank(&comm, 1, id, 0) == weftSuccess);
+  // On a thread of its own, so that a destroy that never returns fails the test, not hangs it.
+  auto result = std::make_shared<std::promise<weftResult_t>>();
+  std::future<weftResult_t> destroyed = result->get_future();
+  std::thread([comm, result] { result->set_value(weftCommDestroy(comm)); }).detach();
+  REQUIRE(destroyed.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  CHECK(destroyed.get() == weftSuccess);
 }
 
 TEST_CASE("init arguments are checked", "[api]") {

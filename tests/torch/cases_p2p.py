@@ -14,8 +14,7 @@ from checks import GLOO_DTYPES, average, make, red_op
 
 
 def ring_exchange(rank, send, recv, nxt, prv, group):
-    """isend to nxt and irecv from prv, even ranks posting the send first so that no two ranks
-    both wait to receive (weft runs a communicator's calls in issue order); waits for both."""
+    """isend to nxt and irecv from prv, even ranks posting the send first; waits for both."""
     post_send = lambda: dist.isend(send, dst=nxt, group=group)  # noqa: E731
     post_recv = lambda: dist.irecv(recv, src=prv, group=group)  # noqa: E731
     order = (post_send, post_recv) if rank % 2 == 0 else (post_recv, post_send)
@@ -60,10 +59,8 @@ class PeerCases:
             dist.send(x.t().contiguous().t(), dst=nxt)
         self.expect_equal(self.case, got, make(torch.float64, (5, 6), prv, self.case))
 
-        # Every rank to every other, all posted before any wait. weft runs a communicator's
-        # calls in issue order (as NCCL does; only batch_isend_irecv lets them overlap), so two
-        # ranks that both post irecv before isend would wait for each other: the pairs go in one
-        # global order, the lower rank of each sending first, which leaves no cycle.
+        # Every rank to every other, all posted before any wait, the pairs in one global order
+        # and the lower rank of each sending first.
         self.case = "isend/irecv all pairs"
         peers = [p for p in range(self.n) if p != self.rank]
         works, got = [], {}
@@ -94,6 +91,21 @@ class PeerCases:
             ring_exchange(self.rank, x, r, nxt, prv, group)
             results.append(r)
         self.expect_equal(self.case, results[0], results[1])
+
+        # Every rank posting its send first (or its receive first), as gloo allows: weft leaves
+        # each send and receive outstanding, so neither waits behind the other. 4 MiB is far
+        # beyond what any transport buffers.
+        for first in ("isend", "irecv"):
+            self.case = f"isend/irecv ring, every rank posting {first} first"
+            x = make(torch.float32, (1 << 20,), self.rank, self.case)
+            got = torch.empty_like(x)
+            posts = [lambda: dist.isend(x, dst=nxt), lambda: dist.irecv(got, src=prv)]
+            if first == "irecv":
+                posts.reverse()
+            works = [post() for post in posts]
+            for w in works:
+                w.wait(timeout=timedelta(seconds=30))
+            self.expect_equal(self.case, got, make(torch.float32, (1 << 20,), prv, self.case))
         self.sanity("point to point")
 
     def batch_p2p(self):

@@ -103,14 +103,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(
   // the completer gets the works then, so that it never waits on a group still being built.
   if (coalescingDepth_ > 0) {
     coalesced_.push_back(work);
+  } else if (type == c10d::OpType::SEND || type == c10d::OpType::RECV) {
+    completer_->addForWaiter(work);
   } else {
     completer_->add(work);
   }
   return work;
 }
 
-bool ProcessGroupWeft::defers(c10d::OpType type, const std::vector<at::Tensor>& touched) const {
-  if (type == c10d::OpType::SEND || type == c10d::OpType::RECV) return false;
+bool ProcessGroupWeft::defers(const std::vector<at::Tensor>& touched) const {
   if (coalescingDepth_ > 0 || !completer_->idle()) return false;
   int64_t bytes = 0;
   for (const at::Tensor& tensor : touched) {
@@ -124,8 +125,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(c10d::OpType type,
                                                             std::vector<at::Tensor> outputs,
                                                             std::vector<at::Tensor> keepAlive,
                                                             Finisher finisher, WeftCall call) {
-  if (coalescingDepth_ > 0) {
+  const bool pointToPoint = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+  if (coalescingDepth_ > 0 || pointToPoint) {
     // Part of a batch: issued with the batch's other calls, in one weft group on this thread.
+    // A send or receive alone: issued here with a request, which weft leaves outstanding while
+    // the calls after it run, so that sends and receives complete whatever order the two ranks
+    // posted them in (as gloo's do); the completer only waits for it.
     return launch(type, what, std::move(outputs), std::move(keepAlive), std::move(finisher),
                   [&](WeftWork& work) {
                     weftRequest_t request = nullptr;
@@ -134,7 +139,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(c10d::OpType type,
                   });
   }
   completer_->flushDeferred();  // an earlier held call goes first, in order
-  const bool held = defers(type, keepAlive);
+  const bool held = defers(keepAlive);
   auto work = c10::make_intrusive<WeftWork>(getRank(), type, what, std::move(outputs),
                                             std::move(keepAlive), std::move(finisher));
   if (held) {

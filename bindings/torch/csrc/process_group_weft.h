@@ -99,17 +99,17 @@ class ProcessGroupWeft : public WeftBase {
                                         std::vector<at::Tensor> keepAlive, Finisher finisher,
                                         const std::function<void(WeftWork&)>& issue);
   // One weft call: handed to the completer to run in order (or held, see defers); inside a
-  // batch, issued here with the batch. `call` runs after the return, so it captures by value.
+  // batch, issued here with the batch, and a send or receive issued here with a request (weft
+  // leaves it outstanding). `call` may run after the return, so it captures by value.
   c10::intrusive_ptr<c10d::Work> launchCall(c10d::OpType type, const std::string& what,
                                             std::vector<at::Tensor> outputs,
                                             std::vector<at::Tensor> keepAlive, Finisher finisher,
                                             WeftCall call);
   void check(weftResult_t result, const std::string& what) const;
-  // Whether a call is deferred until waited on (weft_work.h): a collective (point-to-point
-  // calls may be posted in either order on two ranks, so each must progress on its own) of at
-  // most deferBytes_ through the tensors weft touches, outside a batch, with no earlier call
-  // still to complete (it would run after them, holding up its waiter).
-  bool defers(c10d::OpType type, const std::vector<at::Tensor>& touched) const;
+  // Whether a collective is deferred until waited on (weft_work.h): one of at most deferBytes_
+  // through the tensors weft touches, outside a batch, with no earlier call still to complete
+  // (it would run after them, holding up its waiter).
+  bool defers(const std::vector<at::Tensor>& touched) const;
   // The reductions and all-gathers of several torch calls differ only in how they stage.
   c10::intrusive_ptr<c10d::Work> allReduceStaged(c10d::OpType type, const std::string& what,
                                                  std::vector<at::Tensor> outputs,

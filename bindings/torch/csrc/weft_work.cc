@@ -3,6 +3,7 @@
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace weft_torch {
@@ -178,6 +179,26 @@ void Completer::add(c10::intrusive_ptr<WeftWork> work) {
   wake_.notify_one();
 }
 
+void Completer::addForWaiter(c10::intrusive_ptr<WeftWork> work) {
+  adopt(*work);
+  work->issued_ = true;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forWaiters_.emplace_back(std::move(work), Clock::now());
+    lastDeferred_ = forWaiters_.back().second;
+    wake = dormant_;
+  }
+  if (wake) wake_.notify_one();
+}
+
+void Completer::queueForWaiters(Clock::time_point until) {
+  while (!forWaiters_.empty() && forWaiters_.front().second <= until) {
+    queue_.push_back(std::move(forWaiters_.front().first));
+    forWaiters_.pop_front();
+  }
+}
+
 void Completer::defer(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
   adopt(*work);
   work->call_ = std::move(call);
@@ -198,8 +219,16 @@ void Completer::defer(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
 void Completer::flushDeferred(const WeftWork* only) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!deferred_ || (only != nullptr && deferred_.get() != only)) return;
-    flushDeferredLocked();
+    auto left = std::find_if(forWaiters_.begin(), forWaiters_.end(),
+                             [&](const auto& entry) { return entry.first.get() == only; });
+    if (only != nullptr && left != forWaiters_.end()) {
+      queue_.push_back(std::move(left->first));
+      forWaiters_.erase(left);
+    } else if (!deferred_ || (only != nullptr && deferred_.get() != only)) {
+      return;
+    } else {
+      flushDeferredLocked();
+    }
   }
   wake_.notify_one();
 }
@@ -287,14 +316,22 @@ void Completer::serve() {
       flushDeferredLocked();
       continue;
     }
+    if (!forWaiters_.empty() && (stopping_ || now - forWaiters_.front().second >= kDeferredFor)) {
+      queueForWaiters(stopping_ ? Clock::time_point::max() : now - kDeferredFor);
+      continue;
+    }
     if (stopping_ && queue_.empty()) return;
-    if (deferred_) {
-      wake_.wait_until(lock, deferredAt_ + kDeferredFor);
+    if (deferred_ || !forWaiters_.empty()) {
+      Clock::time_point next = Clock::time_point::max();
+      if (deferred_) next = deferredAt_ + kDeferredFor;
+      if (!forWaiters_.empty()) next = std::min(next, forWaiters_.front().second + kDeferredFor);
+      wake_.wait_until(lock, next);
     } else if (!queue_.empty() || now - lastDeferred_ < kQuietAfter) {
       wake_.wait_for(lock, kDeferredFor);
     } else {
       dormant_ = true;
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || deferred_; });
+      wake_.wait(lock,
+                 [&] { return stopping_ || !queue_.empty() || deferred_ || !forWaiters_.empty(); });
       dormant_ = false;
     }
   }

@@ -19,6 +19,8 @@
 // Calls that must be issued inside a weft group on the issuing thread (batches, uneven
 // all-to-all) are issued there with requests once nothing is left for the completer to run,
 // and completed by whoever waits first: a waiter (through weft's helping wait) or the completer.
+// A send or receive is issued there too (weft moves its transfer on by itself), and its Work is
+// left to its waiter for kDeferredFor before the completer takes it, as a held call is.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -104,6 +106,8 @@ class Completer {
   void waitUntilRun();
   // Takes a work whose requests the calling thread has issued.
   void add(c10::intrusive_ptr<WeftWork> work);
+  // The same, left to its waiter for kDeferredFor (or until flushDeferred(work)) first.
+  void addForWaiter(c10::intrusive_ptr<WeftWork> work);
   // Nothing issued through here is still to complete: a call issued now runs next.
   bool idle() const { return outstanding_.load(std::memory_order_acquire) == 0; }
   bool onItsThread() const { return std::this_thread::get_id() == thread_.get_id(); }
@@ -122,6 +126,8 @@ class Completer {
   // returns with the lock held. False if there was nothing to do.
   bool runFront(std::unique_lock<std::mutex>& lock);
   void flushDeferredLocked();
+  // Queues the works left to their waiters since `until` or earlier (time_point::max(): all).
+  void queueForWaiters(Clock::time_point until);
   // Whether `work` is the held call, or the next call to run with none running; if so it is
   // the caller's to run (runCall) and counts as running.
   bool takeDeferred(const WeftWork* work);
@@ -137,6 +143,8 @@ class Completer {
   std::deque<c10::intrusive_ptr<WeftWork>> queue_;
   c10::intrusive_ptr<WeftWork> deferred_;
   Clock::time_point deferredAt_;
+  // addForWaiter()'s works, oldest first, with when each was added.
+  std::deque<std::pair<c10::intrusive_ptr<WeftWork>, Clock::time_point>> forWaiters_;
   int toRun_ = 0;         // calls handed over (queued with a call, or running) not yet run
   bool running_ = false;  // one of them is running, on the completer or on a waiter
   // The completer ticks (every kDeferredFor) while calls are being held, so that holding one
