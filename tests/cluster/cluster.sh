@@ -199,8 +199,13 @@ create_cluster() {
 
 # Ends every process group we started and has not been reaped yet: SIGTERM, then SIGKILL.
 kill_live_groups() {
-  ((${#live_pids[@]})) || return 0
   local pid
+  # A signal that lands between starting a rank and recording its pid runs the trap in between
+  # (bash runs traps after each command): the shell's own job list has that rank too.
+  for pid in $(jobs -rp); do
+    [[ " ${live_pids[*]} " == *" $pid "* ]] || live_pids+=("$pid")
+  done
+  ((${#live_pids[@]})) || return 0
   for pid in "${live_pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
   for ((tick = 0; tick < 20; ++tick)); do
     local alive=0
