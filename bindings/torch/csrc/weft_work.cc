@@ -219,9 +219,12 @@ void Completer::defer(c10::intrusive_ptr<WeftWork> work, WeftCall call) {
 void Completer::flushDeferred(const WeftWork* only) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto left = std::find_if(forWaiters_.begin(), forWaiters_.end(),
-                             [&](const auto& entry) { return entry.first.get() == only; });
-    if (only != nullptr && left != forWaiters_.end()) {
+    // Only a named work can be among those left to their waiters (every call passes here).
+    auto left = only == nullptr
+                    ? forWaiters_.end()
+                    : std::find_if(forWaiters_.begin(), forWaiters_.end(),
+                                   [&](const auto& entry) { return entry.first.get() == only; });
+    if (left != forWaiters_.end()) {
       queue_.push_back(std::move(left->first));
       forWaiters_.erase(left);
     } else if (!deferred_ || (only != nullptr && deferred_.get() != only)) {
