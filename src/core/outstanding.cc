@@ -25,6 +25,14 @@ std::string describeOutstanding(const weftComm* comm, int* awaited) {
   return "nothing";
 }
 
+// Entries are in posting order and share one timeout, so the first one pending is due first.
+Deadline earliestDue(const weftComm* comm) {
+  for (const auto& entry : comm->outstanding.entries) {
+    if (!entry.xfer->done) return entry.due;
+  }
+  return Deadline::never();
+}
+
 }  // namespace
 
 void postPointToPoint(weftComm* comm, const CollArgs& args, Xfer* xfer) {
@@ -53,7 +61,8 @@ void leaveOutstanding(weftComm* comm, const CollArgs& args,
     outstanding.spare.pop_back();
   }
   postPointToPoint(comm, args, xfer.get());
-  outstanding.entries.push_back({std::move(xfer), std::move(completion)});
+  outstanding.entries.push_back(
+      {std::move(xfer), std::move(completion), Deadline::after(comm->config.timeoutMs)});
 }
 
 void reapOutstanding(weftComm* comm) {
@@ -67,6 +76,14 @@ void reapOutstanding(weftComm* comm) {
     return true;
   };
   entries.erase(std::remove_if(entries.begin(), entries.end(), reaped), entries.end());
+  const Deadline due = earliestDue(comm);
+  if (due.isNever() || !due.expired() || comm->fabric->failed()) return;
+  comm->fabric->setCurrentOp("send/recv", comm->collectiveSeq, "p2p");
+  int awaited = -1;
+  const std::string what = describeOutstanding(comm, &awaited);
+  Status why = comm->fabric->timeOut(what, awaited);
+  markFailed(comm, why);
+  failOutstanding(comm, why);
 }
 
 bool advanceOutstanding(weftComm* comm, Clock::time_point returnBy) {
@@ -89,7 +106,8 @@ bool advanceOutstanding(weftComm* comm, Clock::time_point returnBy) {
         }
         return executor.hasQueued() || (bounded && Clock::now() >= returnBy);
       },
-      [&](int* awaited) { return describeOutstanding(comm, awaited); }, returnBy);
+      [&](int* awaited) { return describeOutstanding(comm, awaited); }, returnBy,
+      earliestDue(comm));
   if (!waited.isOk()) {
     markFailed(comm, waited);
     failOutstanding(comm, waited);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/call.h"
+#include "base/deadline.h"
 #include "base/status.h"
 #include "core/completion.h"
 #include "transports/transport.h"
@@ -26,6 +27,9 @@ struct OutstandingTransfers {
   struct Entry {
     std::unique_ptr<Xfer> xfer;
     std::shared_ptr<Completion> completion;
+    // The timeout counts from posting, as a blocking call's wait counts from its start, so
+    // that a transfer never answered fails even while later calls keep the communicator busy.
+    Deadline due;
   };
   std::deque<Entry> entries;  // in posting order
   std::vector<std::unique_ptr<Xfer>> spare;
@@ -36,7 +40,8 @@ struct OutstandingTransfers {
 void postPointToPoint(weftComm* comm, const CollArgs& args, Xfer* xfer);
 // Posts a non-blocking Send or Recv and keeps its completion until the transfer is done.
 void leaveOutstanding(weftComm* comm, const CollArgs& args, std::shared_ptr<Completion> completion);
-// Completes the requests of the finished transfers.
+// Completes the requests of the finished transfers; a transfer past its deadline fails the
+// communicator and every request (called after every operation).
 void reapOutstanding(weftComm* comm);
 // Executor::Background::advance for the communicator: progresses until a transfer finishes, an
 // operation is queued or returnBy passes. A failure fails the communicator and every request.

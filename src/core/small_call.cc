@@ -4,6 +4,7 @@
 #include "algos/algorithms.h"
 #include "base/log.h"
 #include "core/comm.h"
+#include "core/outstanding.h"
 
 namespace weft {
 namespace {
@@ -54,7 +55,12 @@ bool runSmallCall(weftComm* comm, const CollArgs& args, Status* result) {
                       args, *plan);
   Status status = findAlgorithm(args.coll, plan->algo)(context);
   comm->fabric->operationDone();
-  if (!status.isOk()) markFailed(comm, status);
+  if (!status.isOk()) {
+    markFailed(comm, status);
+    failOutstanding(comm, status);
+  } else if (!comm->outstanding.entries.empty()) {
+    reapOutstanding(comm);
+  }
   executor.endInline();
   *result = std::move(status);
   return true;

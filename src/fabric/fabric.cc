@@ -159,7 +159,7 @@ void Fabric::WaitLoop::startClock() {
   if (waited_) return;
   waited_ = true;
   started_ = std::chrono::steady_clock::now();
-  deadline_ = Deadline::after(fabric_.timeoutMs_);
+  deadline_ = Deadline::earliest(Deadline::after(fabric_.timeoutMs_), deadline_);
   spinUntil_ = started_ + std::chrono::microseconds(fabric_.spinBudget_);
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/deadline.h"
 #include "base/status.h"
 #include "transports/capabilities.h"
 #include "transports/shared_windows.h"
@@ -42,12 +43,15 @@ class Fabric {
   // progressing meanwhile; ready() is checked again after the sleep has been announced, so a
   // condition set by another rank in shared memory (which then wakes sleepers) is never missed.
   // returnBy: no sleep lasts past it (ready() must then say so); it does not end the wait.
+  // due: a deadline set before the wait began (a transfer posted earlier); the wait times out
+  // at it when it comes before the timeout counted from the wait's start.
   template <typename Ready, typename Describe>
-  Status waitUntil(Ready&& ready, Describe&& describe,
-                   std::chrono::steady_clock::time_point returnBy =
-                       std::chrono::steady_clock::time_point::max()) {
+  Status waitUntil(
+      Ready&& ready, Describe&& describe,
+      std::chrono::steady_clock::time_point returnBy = std::chrono::steady_clock::time_point::max(),
+      Deadline due = Deadline::never()) {
     if (!failure_.isOk()) return failure_;
-    WaitLoop loop(*this, returnBy);
+    WaitLoop loop(*this, returnBy, due);
     for (;;) {
       Status failure;
       if (ready(&failure)) return failure.isOk() ? loop.finish() : fail(failure);
@@ -126,6 +130,11 @@ class Fabric {
   void wake();
   bool failed() const { return !failure_.isOk(); }
   const Status& failure() const { return failure_; }
+  // Fails the fabric with the current operation's timeout, as a wait would: `awaited`
+  // describes what did not come, from rank `awaitedRank` (-1 if none).
+  Status timeOut(const std::string& awaited, int awaitedRank) {
+    return fail(timeoutStatus(awaited), awaitedRank);
+  }
   const std::string& peerName(int rank) const { return peerNames_[rank]; }
   void close(bool graceful);
 
@@ -133,8 +142,8 @@ class Fabric {
   // One wait's state: deadline, polling budget, sleeping.
   class WaitLoop {
    public:
-    WaitLoop(Fabric& fabric, std::chrono::steady_clock::time_point returnBy)
-        : fabric_(fabric), returnBy_(returnBy) {}
+    WaitLoop(Fabric& fabric, std::chrono::steady_clock::time_point returnBy, Deadline due)
+        : fabric_(fabric), returnBy_(returnBy), deadline_(due) {}
     bool progressed() const { return progressed_; }
     Status checkStop();  // weftAborted, or weftTimeout (the caller words the message)
     bool spinOver();
@@ -149,7 +158,7 @@ class Fabric {
 
     Fabric& fabric_;
     std::chrono::steady_clock::time_point returnBy_;
-    Deadline deadline_;
+    Deadline deadline_;  // `due` until the clock starts; then also the timeout from the start
     std::chrono::steady_clock::time_point started_;
     std::chrono::steady_clock::time_point spinUntil_;
     bool progressed_ = false;

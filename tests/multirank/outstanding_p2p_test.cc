@@ -186,6 +186,60 @@ TEST_CASE("an outstanding send whose receive never comes times out, naming the p
   CHECK(later == weftTimeout);
 }
 
+TEST_CASE("a receive never answered fails the communicator while later calls keep it busy",
+          "[p2p][faults]") {
+  // Rank 0 waits for a message from rank 2 that never comes, while it exchanges with rank 1 call
+  // after call: the communicator is never idle, so only the receive's own deadline, counted from
+  // posting, can end it.
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = 1000;
+  constexpr double kGiveUpSeconds = 10.0;
+  std::atomic<bool> over{false};
+  weftResult_t failed[2] = {weftSuccess, weftSuccess};
+  weftResult_t waited = weftSuccess;
+  std::string message;
+  std::string init = runAsThreads(
+      3,
+      [&](weftComm_t comm, int rank) {
+        const auto start = Clock::now();
+        if (rank == 2) {
+          while (!over.load() && secondsSince(start) < kGiveUpSeconds) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          return;
+        }
+        std::vector<float> in(16);
+        weftRequest_t request = nullptr;
+        if (rank == 0 && weftRecv(in.data(), in.size(), weftFloat32, 2, comm, &request) != 0) {
+          return;
+        }
+        const int peer = 1 - rank;
+        int token = rank;
+        weftResult_t result = weftSuccess;
+        while (result == weftSuccess && secondsSince(start) < kGiveUpSeconds) {
+          result = rank == 0 ? weftSend(&token, 1, weftInt32, peer, comm, nullptr)
+                             : weftRecv(&token, 1, weftInt32, peer, comm, nullptr);
+          if (result != weftSuccess) break;
+          result = rank == 0 ? weftRecv(&token, 1, weftInt32, peer, comm, nullptr)
+                             : weftSend(&token, 1, weftInt32, peer, comm, nullptr);
+        }
+        failed[rank] = result;
+        if (rank == 0) {
+          message = weftGetLastError(comm);
+          waited = weftWait(&request, -1);
+          over.store(true);
+        }
+      },
+      &config);
+  REQUIRE(init.empty());
+  CHECK(failed[0] == weftTimeout);
+  CHECK(message.find("send/recv") != std::string::npos);
+  CHECK(message.find("rank 2") != std::string::npos);
+  CHECK(waited == weftTimeout);
+  // Rank 1 learns of the failure from rank 0 (or times out waiting for it).
+  CHECK(failed[1] != weftSuccess);
+}
+
 TEST_CASE("weftCommAbort releases a wait on an outstanding receive", "[p2p][faults]") {
   weftResult_t waited = weftSuccess;
   double released = 0;
