@@ -220,6 +220,12 @@ class Runner {
         checkCount = c.count;
         for (size_t i = 0; i < c.count; ++i)
           storeValue(c.type, expected_.data(), i, input(prev, i));
+        if (outstandingExchange(c)) {
+          call = [&, s, r, next, prev](weftRequest_t* q) {
+            return exchangeOutstanding(s, r, c, next, prev, q);
+          };
+          break;
+        }
         call = [&, s, r, next, prev](weftRequest_t* q) {
           weftGroupStart();
           weftResult_t sent = weftSend(dev(s), c.count, c.type, next, comm_, nullptr);
@@ -277,6 +283,31 @@ class Runner {
     return status;
   }
 
+  // A send/recv case has no in-place form; its second run issues the exchange as two
+  // non-blocking calls outside a group instead, each left outstanding (core/outstanding.h).
+  // Device buffers are not left outstanding: there a receive posted before the send would wait
+  // for a peer whose own receive blocks its send, so they stay grouped.
+  bool outstandingExchange(const Case& c) const {
+    return c.coll == Coll::kSendRecv && c.inPlace && !options_.device;
+  }
+
+  // Every rank posts its receive first and then its send, and waits for the send first: each
+  // completes only because the other was left outstanding. Both are waited for here, so the
+  // caller's request (if any) stays empty.
+  weftResult_t exchangeOutstanding(void* s, void* r, const Case& c, int next, int prev,
+                                   weftRequest_t* q) {
+    if (q != nullptr) *q = nullptr;
+    weftRequest_t receiving = nullptr, sending = nullptr;
+    const weftResult_t received = weftRecv(r, c.count, c.type, prev, comm_, &receiving);
+    const weftResult_t sent = weftSend(s, c.count, c.type, next, comm_, &sending);
+    const weftResult_t sendDone = sending != nullptr ? weftWait(&sending, -1) : sent;
+    const weftResult_t receiveDone = receiving != nullptr ? weftWait(&receiving, -1) : received;
+    for (weftResult_t result : {received, sent, sendDone, receiveDone}) {
+      if (result != weftSuccess) return result;
+    }
+    return weftSuccess;
+  }
+
   weftResult_t issue(const std::function<weftResult_t(weftRequest_t*)>& call) {
     if (!options_.nonBlocking) return call(nullptr);
     weftRequest_t request = nullptr;
@@ -291,8 +322,11 @@ class Runner {
     std::ostringstream message;
     message << "rank " << rank_ << "/" << nranks_ << ": " << collLabel(c.coll) << " "
             << kTypeNames[c.type] << " " << (isReduction(c.coll) ? kOpNames[c.op] : "-")
-            << " count " << c.count << (c.inPlace ? " in-place" : " out-of-place") << " root "
-            << c.root << ": " << what;
+            << " count " << c.count
+            << (outstandingExchange(c) ? " left outstanding"
+                : c.inPlace            ? " in-place"
+                                       : " out-of-place")
+            << " root " << c.root << ": " << what;
     result_.messages.push_back(message.str());
   }
 
