@@ -23,8 +23,9 @@ Under torchrun, or anything else that sets RANK, WORLD_SIZE, MASTER_ADDR and MAS
     PYTHONPATH=<build>/python torchrun --nproc_per_node 4 examples/torch_ddp_cnn.py --backend weft
 
 Options: --steps, --warmup (steps left out of the means), --batch (per rank), --lr,
---bucket-cap-mb, --hook allreduce|two_level|barrier (two_level: the seed's gloo hook, from perf/;
-barrier: a barrier in place of each all-reduce, the step without the gradient's data),
+--bucket-cap-mb, --hook allreduce|two_level|barrier|none (two_level: the seed's gloo hook, from
+perf/; barrier: a barrier in place of each all-reduce, the step without the gradient's data;
+none: no communication in the step, the compute alone),
 --losses-out FILE (rank 0's losses, one repr(float) a line, for comparing backends), --json-out
 FILE (the timings). Needs torch; the weft backend also needs weft_torch
 (PYTHONPATH=<build>/python).
@@ -149,6 +150,18 @@ def timed_barrier_hook(state, bucket):
     return fut
 
 
+def local_hook(state, bucket):
+    """No communication at all: each rank keeps its own gradient. The step with this hook is the
+    compute alone (forward, backward, optimizer and DDP's bookkeeping), the floor that no
+    gradient sync can go below; a timing baseline, not training."""
+    called = time.time()
+    state.buckets += 1
+    state.intervals.append((called, called))
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
 def die_with_launcher(launcher_pid):
     # A spawned rank whose launcher was killed (a timeout, ^C) would otherwise go on until its
     # collectives time out; Linux can kill it along with the launcher instead.
@@ -194,7 +207,8 @@ def train(rank, world_size, args):
         ddp.register_comm_hook(timer, two_level_hook)
     else:
         timer = SyncTimer(dist.group.WORLD, world_size)
-        hook = timed_barrier_hook if args.hook == "barrier" else timed_allreduce_hook
+        hook = {"barrier": timed_barrier_hook, "none": local_hook}.get(args.hook,
+                                                                     timed_allreduce_hook)
         ddp.register_comm_hook(timer, hook)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
 
@@ -210,18 +224,19 @@ def train(rank, world_size, args):
         f"batch {args.batch} per rank, {args.steps} steps, {args.warmup} warm-up")
 
     losses, step_s, hook_s, standalone_s, sync_window = [], [], [], [], []
-    hidden_s, exposed_s = [], []
+    hidden_s, exposed_s, cpu_s = [], [], []
     for step in range(args.steps):
         first = (step % batches_per_epoch) * args.batch
         x, y = images[first:first + args.batch], labels[first:first + args.batch]
 
         timer.seconds, timer.buckets, timer.intervals = 0.0, 0, []
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         optimizer.zero_grad(set_to_none=True)
         loss = F.cross_entropy(ddp(x), y)
         loss.backward()  # returns once DDP's all-reduces are done and the gradients averaged
         optimizer.step()
         step_s.append(time.perf_counter() - start)
+        cpu_s.append(time.process_time() - cpu_start)
         hook_s.append(timer.seconds)
         sync_window.append((min(call for call, _ in timer.intervals),
                             max(done for _, done in timer.intervals)))
@@ -246,7 +261,7 @@ def train(rank, world_size, args):
 
     # Every rank's means, so the report shows how far the ranks differ, not only rank 0.
     mine = torch.tensor([mean(step_s), mean(hook_s), mean(standalone_s), mean(hidden_s),
-                         mean(exposed_s)], dtype=torch.float64)
+                         mean(exposed_s), mean(cpu_s)], dtype=torch.float64)
     gathered = [torch.zeros_like(mine) for _ in range(world_size)]
     dist.all_gather(gathered, mine)
     per_rank = [g.tolist() for g in gathered]
@@ -263,6 +278,9 @@ def train(rank, world_size, args):
     # Hidden and exposed sync: every rank's own, averaged over the ranks.
     mean_hidden = sum(r[3] for r in per_rank) / world_size
     mean_exposed = sum(r[4] for r in per_rank) / world_size
+    # CPU time of each rank's process (every thread) per step, summed over the ranks: where
+    # ranks outnumber cores, the step can be no shorter than this over the cores they share.
+    total_cpu = sum(r[5] for r in per_rank)
 
     if rank == 0:
         measured = args.steps - args.warmup
@@ -272,11 +290,12 @@ def train(rank, world_size, args):
               f"gradient sync once all ranks joined {mean(joined_s) * 1e3:.3f} ms, "
               f"standalone all-reduce {mean(standalone_s) * 1e3:.3f} ms, "
               f"sync hidden by backward {mean_hidden * 1e3:.3f} ms, "
-              f"exposed {mean_exposed * 1e3:.3f} ms (all ranks)")
-        for r, (s, h, a, hid, exp) in enumerate(per_rank):
+              f"exposed {mean_exposed * 1e3:.3f} ms (all ranks), "
+              f"CPU time per step {total_cpu * 1e3:.3f} ms (all ranks' processes)")
+        for r, (s, h, a, hid, exp, cpu) in enumerate(per_rank):
             print(f"  rank {r}: step {s * 1e3:.3f} ms, hook {h * 1e3:.3f} ms, "
                   f"standalone {a * 1e3:.3f} ms, hidden {hid * 1e3:.3f} ms, "
-                  f"exposed {exp * 1e3:.3f} ms")
+                  f"exposed {exp * 1e3:.3f} ms, CPU {cpu * 1e3:.3f} ms")
         if args.losses_out:
             with open(args.losses_out, "w") as f:
                 f.writelines(f"{value!r}\n" for value in losses)
@@ -291,13 +310,14 @@ def train(rank, world_size, args):
                     "mean_sync_after_all_joined_s": mean(joined_s),
                     "mean_standalone_allreduce_s": mean(standalone_s),
                     "mean_sync_hidden_s": mean_hidden, "mean_sync_exposed_s": mean_exposed,
+                    "cpu_per_step_all_ranks_s": total_cpu,
                     "per_rank_means_s": [
                         {"rank": r, "step": s, "hook_sync": h, "standalone_allreduce": a,
-                         "sync_hidden": hid, "sync_exposed": exp}
-                        for r, (s, h, a, hid, exp) in enumerate(per_rank)],
+                         "sync_hidden": hid, "sync_exposed": exp, "cpu": cpu}
+                        for r, (s, h, a, hid, exp, cpu) in enumerate(per_rank)],
                     "step_s": step_s, "hook_sync_s": hook_s, "sync_after_all_joined_s": joined_s,
                     "standalone_allreduce_s": standalone_s,
-                    "sync_hidden_s": hidden_s, "sync_exposed_s": exposed_s,
+                    "sync_hidden_s": hidden_s, "sync_exposed_s": exposed_s, "cpu_s": cpu_s,
                     "losses": losses,
                 }, f, indent=1)
                 f.write("\n")
@@ -332,12 +352,14 @@ def parse_args():
     p.add_argument("--bucket-cap-mb", type=float, default=25.0,
                    help="DDP bucket size; the default puts the whole gradient in one bucket "
                         "(after the first step, several buckets overlap with the backward pass)")
-    p.add_argument("--hook", choices=["allreduce", "two_level", "barrier"], default="allreduce",
+    p.add_argument("--hook", choices=["allreduce", "two_level", "barrier", "none"],
+                   default="allreduce",
                    help="allreduce: DDP's default sync, timed; two_level: the seed's gloo hook "
                         "(perf/two_level_hook.py: reduce inside each machine, all-reduce among "
                         "one rank per machine, broadcast back), with --backend gloo; barrier: "
                         "a barrier in place of each all-reduce (the step without the "
-                        "gradient's data, a timing baseline)")
+                        "gradient's data, a timing baseline); none: no communication in the "
+                        "step (the compute alone, a timing baseline)")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="process-group timeout in seconds (WEFT_TIMEOUT, when set, wins for weft)")
     p.add_argument("--losses-out", metavar="FILE", help="rank 0's losses, one a line")

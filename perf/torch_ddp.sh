@@ -16,12 +16,14 @@
 # on 2 cores every rank has a core of its own). BUCKET_MB (default 25: the whole gradient in one
 # bucket) is DDP's bucket cap, e.g. 0.1 for several buckets that overlap the backward pass.
 # CONFIGS (default "weft gloo gloo_two_level weft_barrier") may add weft_unbound and
-# weft_bound: weft's backend with WEFT_BIND=none and =auto (the others run as the launcher
+# weft_bound: weft's backend with WEFT_BIND=none and =auto, and compute_only: no communication
+# in the step at all (the floor any sync adds to) (the others run as the launcher
 # leaves them: cluster.sh, like weftrun, binds where ranks outnumber cores).
 # Prints one line per run and a table of means: step time, gradient sync as the hook sees it
 # (from this rank's call), gradient sync once every rank has joined, the sync hidden by the
 # backward pass and the sync left exposed after it, and a standalone blocking all-reduce of the
-# gradient's size through torch. Results (JSON per run and the table) go to $OUT (default
+# gradient's size through torch, and the CPU time every rank's process spent per step (summed
+# over the ranks: where ranks outnumber cores, the step is at least that over the cores). Results (JSON per run and the table) go to $OUT (default
 # perf/results/torch_ddp).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -42,6 +44,7 @@ config_args() {  # config: the example's --backend and --hook
     gloo) echo "--backend gloo" ;;
     gloo_two_level) echo "--backend gloo --hook two_level" ;;
     weft_barrier) echo "--backend weft --hook barrier" ;;
+    compute_only) echo "--backend weft --hook none" ;;
     weft_unbound | weft_bound) echo "--backend weft" ;;
   esac
 }
@@ -119,12 +122,13 @@ import json, os, statistics, sys
 out, repeat, configs, layouts = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 titles = {"weft": "weft", "gloo": "gloo flat", "gloo_two_level": "gloo two-level hook",
           "weft_barrier": "weft, barrier only", "weft_unbound": "weft, WEFT_BIND=none",
-          "weft_bound": "weft, WEFT_BIND=auto"}
+          "weft_bound": "weft, WEFT_BIND=auto", "compute_only": "no sync (compute alone)"}
 keys = [("mean_step_s", "step"), ("mean_hook_sync_s", "sync (hook)"),
         ("mean_sync_after_all_joined_s", "sync (all joined)"),
         ("mean_sync_hidden_s", "sync hidden by backward"),
         ("mean_sync_exposed_s", "sync exposed after backward"),
-        ("mean_standalone_allreduce_s", "standalone all-reduce")]
+        ("mean_standalone_allreduce_s", "standalone all-reduce"),
+        ("cpu_per_step_all_ranks_s", "CPU time per step, all ranks' processes")]
 print("Medians over runs, ms. weft, barrier only: a barrier in place of each all-reduce (the "
       "step without the gradient's data). C: weft's blocking C all-reduce of the gradient's "
       "bytes.\n")
