@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/comm.h"
+#include "transports/message_mismatch.h"
 
 namespace weft {
 namespace {
@@ -36,9 +37,8 @@ Deadline earliestDue(const weftComm* comm) {
 }  // namespace
 
 void postPointToPoint(weftComm* comm, const CollArgs& args, Xfer* xfer) {
-  // Tags: bit 63 marks point-to-point traffic, bits 32..62 count the pair's messages in this
-  // direction (collectives put their sequence number there).
-  constexpr uint64_t kPointToPointBit = 1ull << 63;
+  // Tags: kPointToPointTagBit marks point-to-point traffic, bits 32..62 count the pair's
+  // messages in this direction (collectives put their sequence number there).
   const bool sending = args.coll == CollType::kSend;
   const int peer = args.root;
   uint32_t& counter = sending ? comm->p2pSent[peer] : comm->p2pReceived[peer];
@@ -46,7 +46,7 @@ void postPointToPoint(weftComm* comm, const CollArgs& args, Xfer* xfer) {
   xfer->peer = peer;
   xfer->buf = sending ? const_cast<void*>(args.send) : args.recv;
   xfer->bytes = callSizes(args, comm->nranks).block;
-  xfer->tag = kPointToPointBit | (static_cast<uint64_t>(counter++ & 0x7fffffffu) << 32);
+  xfer->tag = kPointToPointTagBit | (static_cast<uint64_t>(counter++ & 0x7fffffffu) << 32);
   comm->fabric->post(xfer);
 }
 

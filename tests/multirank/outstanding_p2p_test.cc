@@ -240,6 +240,36 @@ TEST_CASE("a receive never answered fails the communicator while later calls kee
   CHECK(failed[1] != weftSuccess);
 }
 
+TEST_CASE("a collective's message meeting a pending receive fails, saying why", "[p2p][faults]") {
+  // Messages between two ranks match in posting order, collectives' included: rank 0's pending
+  // receive from rank 1 is met by rank 1's all-reduce message (gloo and MPI match them apart).
+  const char* transport = GENERATE(static_cast<const char*>(nullptr), "tcp");
+  CAPTURE(transport ? transport : "default");
+  weftResult_t reduced = weftSuccess;
+  std::string message;
+  std::string init = runAsThreads(
+      2,
+      [&](weftComm_t comm, int rank) {
+        std::vector<float> in(16), data(1 << 16, 1.0f);
+        weftRequest_t request = nullptr;
+        if (rank == 0 && weftRecv(in.data(), in.size(), weftFloat32, 1, comm, &request) != 0) {
+          return;
+        }
+        weftResult_t result = weftAllReduce(data.data(), data.data(), data.size(), weftFloat32,
+                                            weftSum, comm, nullptr);
+        if (rank == 0) {
+          reduced = result;
+          message = weftGetLastError(comm);
+          weftWait(&request, -1);
+        }
+      },
+      transportConfig(transport));
+  REQUIRE(init.empty());
+  CHECK(reduced == weftInvalidUsage);
+  CHECK(message.find("message mismatch") != std::string::npos);
+  CHECK(message.find("point-to-point message and a collective's met") != std::string::npos);
+}
+
 TEST_CASE("weftCommAbort releases a wait on an outstanding receive", "[p2p][faults]") {
   weftResult_t waited = weftSuccess;
   double released = 0;

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "base/log.h"
+#include "transports/message_mismatch.h"
 #include "transports/rdma/rdma_internal.h"
 
 namespace weft::rdma {
@@ -24,16 +25,8 @@ constexpr size_t kZeroCopyPiece = 128 << 10;
 // peers (clear-to-send entries, credits) for as long as the data takes to send.
 constexpr size_t kPostBudget = 256 << 10;
 
-std::string describeMessage(uint64_t tag, uint64_t bytes) {
-  return "tag " + std::to_string(tag >> 32) + "/" + std::to_string(tag & 0xffffffffu) + " with " +
-         std::to_string(bytes) + " bytes";
-}
-
 Status mismatch(const Xfer& expected, uint64_t tag, uint64_t bytes, const char* what) {
-  return invalidUsage("message mismatch: expected " +
-                      describeMessage(expected.tag, expected.bytes) + ", received " +
-                      describeMessage(tag, bytes) + what +
-                      " (ranks called different operations, counts or datatypes)");
+  return messageMismatch(expected.tag, expected.bytes, tag, bytes, what);
 }
 
 // A slot must carry the next chunk of the message the front receive expects.

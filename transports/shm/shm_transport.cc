@@ -12,6 +12,7 @@
 #include <new>
 
 #include "base/log.h"
+#include "transports/message_mismatch.h"
 #include "transports/shm/shm_internal.h"
 
 namespace weft::shm {
@@ -159,13 +160,7 @@ Status ShmTransport::pullRecvs(LocalPeer& peer, bool* consumed) {
     const uint64_t expectedOffset = header->kind == SlotKind::kCrossMemory ? 0 : state->done;
     if (header->tag != xfer->tag || header->totalBytes != xfer->bytes ||
         header->offset != expectedOffset) {
-      return invalidUsage("message mismatch: expected tag " + std::to_string(xfer->tag >> 32) +
-                          "/" + std::to_string(xfer->tag & 0xffffffffu) + " with " +
-                          std::to_string(xfer->bytes) + " bytes, received tag " +
-                          std::to_string(header->tag >> 32) + "/" +
-                          std::to_string(header->tag & 0xffffffffu) + " with " +
-                          std::to_string(header->totalBytes) +
-                          " bytes (ranks called different operations, counts or datatypes)");
+      return messageMismatch(xfer->tag, xfer->bytes, header->tag, header->totalBytes);
     }
     if (header->kind == SlotKind::kCrossMemory) {
       // Read in pieces; the slot is consumed (releasing the sender's buffer) after the last one.

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "transports/message_mismatch.h"
+
 namespace weft::tcp {
 namespace {
 
@@ -42,10 +44,12 @@ int culpritOf(const WireHeader& header) {
 Status checkHeader(const Part& part) {
   if (part.header.tag == part.xfer->tag && part.header.bytes == part.length) return Status::ok();
   if (part.header.tag == kFailureTag) return noticeError(part.header.bytes);
-  WireHeader expected{part.xfer->tag, part.length};
-  return invalidUsage("message mismatch: expected " + describe(expected) + ", received " +
-                      describe(part.header) +
-                      " (ranks called different operations, counts or datatypes)");
+  if (part.header.tag == kGoodbyeTag) {
+    WireHeader expected{part.xfer->tag, part.length};
+    return invalidUsage("message mismatch: expected " + describe(expected) + ", received " +
+                        describe(part.header));
+  }
+  return messageMismatch(part.xfer->tag, part.length, part.header.tag, part.header.bytes);
 }
 
 // Appends the unfinished remainder of a part (header, then payload) to an iovec list.
