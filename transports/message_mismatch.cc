@@ -1,7 +1,6 @@
 #include "transports/message_mismatch.h"
 
 namespace weft {
-namespace {
 
 std::string describeMessage(uint64_t tag, uint64_t bytes) {
   return "tag " + std::to_string((tag >> 32) & 0x7fffffffu) + "/" +
@@ -9,8 +8,6 @@ std::string describeMessage(uint64_t tag, uint64_t bytes) {
          ((tag & kPointToPointTagBit) ? " (point-to-point)" : "") + " with " +
          std::to_string(bytes) + " bytes";
 }
-
-}  // namespace
 
 Status messageMismatch(uint64_t expectedTag, uint64_t expectedBytes, uint64_t receivedTag,
                        uint64_t receivedBytes, const std::string& detail) {

@@ -12,6 +12,9 @@ namespace weft {
 // Marks a tag as point-to-point traffic (weftSend/weftRecv); collectives' tags leave it clear.
 constexpr uint64_t kPointToPointTagBit = 1ull << 63;
 
+// "tag A/B (point-to-point) with N bytes": a message as the errors name it.
+std::string describeMessage(uint64_t tag, uint64_t bytes);
+
 // "message mismatch: expected tag A/B with N bytes, received tag C/D with M bytes<detail> (why)".
 // When one side is a point-to-point message and the other a collective's, the reason names that:
 // a send or receive left outstanding meets the peer's next message, a collective's included.

@@ -22,14 +22,6 @@ void finishPart(Part* part) {
   if (--state->partsLeft == 0 && !part->xfer->done) part->xfer->complete();
 }
 
-std::string describe(const WireHeader& header) {
-  if (header.tag == kGoodbyeTag) return "a goodbye (the peer destroyed its communicator)";
-  if (header.tag == kFailureTag) return "a failure notice";
-  return "tag " + std::to_string(header.tag >> 32) + "/" +
-         std::to_string(header.tag & 0xffffffffu) + " with " + std::to_string(header.bytes) +
-         " bytes";
-}
-
 // The error a failure notice becomes; the transport prefixes the peer's name.
 Status noticeError(uint64_t culprit) {
   return remoteError(culprit == kNoCulprit
@@ -45,9 +37,9 @@ Status checkHeader(const Part& part) {
   if (part.header.tag == part.xfer->tag && part.header.bytes == part.length) return Status::ok();
   if (part.header.tag == kFailureTag) return noticeError(part.header.bytes);
   if (part.header.tag == kGoodbyeTag) {
-    WireHeader expected{part.xfer->tag, part.length};
-    return invalidUsage("message mismatch: expected " + describe(expected) + ", received " +
-                        describe(part.header));
+    return invalidUsage("message mismatch: expected " +
+                        describeMessage(part.xfer->tag, part.length) +
+                        ", received a goodbye (the peer destroyed its communicator)");
   }
   return messageMismatch(part.xfer->tag, part.length, part.header.tag, part.header.bytes);
 }
