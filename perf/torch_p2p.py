@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Point-to-point latency through torch.distributed: a ping-pong of send/recv (or isend/irecv
-with wait) between 2 ranks, weft against gloo.
+with wait) between 2 ranks, weft against gloo (and `weft_shared`: weft with
+WEFT_TORCH_P2P_COMM=0, its sends and receives on the group's communicator).
 
     PYTHONPATH=build/python /usr/bin/python3 perf/torch_p2p.py --rounds 3
 
@@ -23,11 +24,13 @@ from torch_allreduce import free_port  # the same script directory
 
 
 def rank_main(rank, port, backend, counts, calls, nonblocking, queue):
-    if backend == "weft":
+    if backend.startswith("weft"):
         import weft_torch  # noqa: F401  (registers the backend)
+        os.environ["WEFT_TORCH_P2P_COMM"] = "0" if backend == "weft_shared" else "1"
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group(backend, rank=rank, world_size=2)
+    dist.init_process_group("weft" if backend.startswith("weft") else backend, rank=rank,
+                            world_size=2)
     peer = 1 - rank
 
     def send(tensor):

@@ -131,6 +131,10 @@ constexpr Variable kVariables[] = {
      "no earlier call of the group is outstanding, is held until its Work is waited on and then "
      "runs on the waiting thread; it is queued instead once the group's next call, get_future() "
      "or is_completed() needs it, or after 1 ms. 0 queues every call (docs/TORCH.md)."},
+    {"WEFT_TORCH_P2P_COMM", "1",
+     "1 gives each group's send, recv, isend and irecv a communicator of their own, split from "
+     "the group's at creation, so that a pending send or receive never meets a collective's "
+     "message; 0 keeps them on the group's communicator (cheaper groups; docs/TORCH.md)."},
     // Launch (set by weftrun, or by the user for other launchers).
     {"WEFT_LOCAL_NRANKS", "", "Ranks on this host (weftrun sets it)."},
     {"WEFT_LOCAL_RANK", "", "Rank within this host (weftrun sets it)."},

@@ -7,14 +7,13 @@ chained on), that a batch issued on the calling thread stays behind the calls ha
 before it, and that the queued path (WEFT_TORCH_DEFER_BYTES=0) gives the same results.
 """
 
-import os
 import time
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
-from checks import make
+from checks import make, weft_group_with
 
 
 class DeferredCases:
@@ -152,15 +151,7 @@ class DeferredCases:
 
         # The same calls on a group that queues every call (read when the group is created).
         self.case = "WEFT_TORCH_DEFER_BYTES=0: every call queued"
-        saved = os.environ.get("WEFT_TORCH_DEFER_BYTES")
-        os.environ["WEFT_TORCH_DEFER_BYTES"] = "0"
-        try:
-            queued = dist.new_group(backend="weft", timeout=timedelta(seconds=60))
-        finally:
-            if saved is None:
-                del os.environ["WEFT_TORCH_DEFER_BYTES"]
-            else:
-                os.environ["WEFT_TORCH_DEFER_BYTES"] = saved
+        queued = weft_group_with("WEFT_TORCH_DEFER_BYTES", "0")
         for count in (1, 1000):
             x = make(torch.float32, (count,), self.rank, self.case + str(count))
             got = x.clone()

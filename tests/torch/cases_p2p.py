@@ -10,7 +10,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from checks import GLOO_DTYPES, average, make, red_op
+from checks import GLOO_DTYPES, average, make, red_op, weft_group_with
 
 
 def ring_exchange(rank, send, recv, nxt, prv, group):
@@ -107,6 +107,92 @@ class PeerCases:
                 w.wait(timeout=timedelta(seconds=30))
             self.expect_equal(self.case, got, make(torch.float32, (1 << 20,), prv, self.case))
         self.sanity("point to point")
+
+    def p2p_beside_collectives(self):
+        """Sends and receives left pending while collectives run on the same group.
+
+        gloo matches point-to-point messages apart from collectives'; weft does too, since each
+        group's sends and receives run on a communicator of their own (WEFT_TORCH_P2P_COMM).
+        On one communicator the pending receive would catch the peer's all-reduce message.
+        """
+        self.section("point to point beside collectives")
+        nxt, prv = (self.rank + 1) % self.n, (self.rank - 1) % self.n
+
+        def collectives(tag):
+            x = make(torch.float32, (1 << 16,), self.rank, tag)
+            got = x.clone()
+            dist.all_reduce(got)
+            self.expect_equal(f"{self.case}: all_reduce", got,
+                              self.allreduce_reference(x, "SUM", "", "sum"))
+            y = make(torch.int64, (5,), self.rank, tag + "/bcast")
+            root = self.n - 1
+            dist.broadcast(y, src=root)
+            self.expect_equal(f"{self.case}: broadcast", y,
+                              make(torch.int64, (5,), root, tag + "/bcast"))
+            dist.barrier()
+
+        # Every rank's receive is posted before the collectives, its send after them.
+        self.case = "irecv pending across collectives"
+        got = torch.empty(1000, dtype=torch.float64)
+        work = dist.irecv(got, src=prv)
+        collectives(self.case)
+        dist.send(make(torch.float64, (1000,), self.rank, self.case), dst=nxt)
+        work.wait(timeout=timedelta(seconds=30))
+        self.expect_equal(self.case, got, make(torch.float64, (1000,), prv, self.case))
+
+        # Every rank's send (4 MiB: no transport holds it all before its receive) is posted
+        # before the collectives, its receive after them.
+        self.case = "isend pending across collectives"
+        x = make(torch.float32, (1 << 20,), self.rank, self.case)
+        work = dist.isend(x, dst=nxt)
+        collectives(self.case)
+        got = torch.empty_like(x)
+        dist.recv(got, src=prv)
+        work.wait(timeout=timedelta(seconds=30))
+        self.expect_equal(self.case, got, make(torch.float32, (1 << 20,), prv, self.case))
+
+        # A batch need not wait for the group's queued collectives: even ranks queue an
+        # all-reduce (2 MiB: handed to the completion thread) and then exchange in a batch;
+        # odd ranks exchange first. Behind the all-reduce, the even ranks' batches would wait
+        # for odd ranks that wait in their own batches.
+        self.case = "a queued all_reduce, then a batch, odd ranks the other way round"
+        big = make(torch.float32, (1 << 19,), self.rank, self.case + "/big")
+        gbig = big.clone()
+        to_next = make(torch.float32, (50,), self.rank, self.case + "/ring")
+        from_prev = torch.empty(50)
+
+        def batch():
+            ops = [dist.P2POp(dist.isend, to_next, nxt), dist.P2POp(dist.irecv, from_prev, prv)]
+            for w in dist.batch_isend_irecv(ops):
+                w.wait(timeout=timedelta(seconds=30))
+
+        if self.rank % 2 == 0:
+            first = dist.all_reduce(gbig, async_op=True)
+            batch()
+            first.wait()
+        else:
+            batch()
+            dist.all_reduce(gbig)
+        self.expect_equal(self.case + " all_reduce", gbig,
+                          self.allreduce_reference(big, "SUM", "", "sum"))
+        self.expect_equal(self.case + " batch", from_prev,
+                          make(torch.float32, (50,), prv, self.case + "/ring"))
+
+        # With WEFT_TORCH_P2P_COMM=0 (read when a group is created) they share the group's
+        # communicator: sends and receives that do not overlap a collective still work.
+        self.case = "WEFT_TORCH_P2P_COMM=0"
+        shared = weft_group_with("WEFT_TORCH_P2P_COMM", "0")
+        z = make(torch.float64, (9,), self.rank, self.case)
+        got = torch.empty_like(z)
+        ring_exchange(self.rank, z, got, nxt, prv, shared)
+        self.expect_equal(self.case + " isend/irecv", got,
+                          make(torch.float64, (9,), prv, self.case))
+        total = z.clone()
+        dist.all_reduce(total, group=shared)
+        self.expect_equal(self.case + " all_reduce", total,
+                          self.allreduce_reference(z, "SUM", "", "sum"))
+        dist.destroy_process_group(shared)
+        self.sanity("point to point beside collectives")
 
     def batch_p2p(self):
         self.section("batch_isend_irecv")

@@ -10,7 +10,9 @@ Imported by the ranks only, after torch.
 """
 
 import functools
+import os
 import zlib
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -23,6 +25,20 @@ GLOO_DTYPES = (torch.float32, torch.float64, torch.float16) + INTS
 COUNTS = (0, 1, 7, 1000, 1 << 18)
 ARITH_OPS = ("SUM", "PRODUCT", "MIN", "MAX", "AVG")
 BIT_OPS = ("BAND", "BOR", "BXOR")
+
+
+def weft_group_with(variable, value):
+    """A new weft group of every rank, created with `variable` set to `value` (the backend reads
+    its WEFT_TORCH_* variables when a group is created); the environment is restored after."""
+    saved = os.environ.get(variable)
+    os.environ[variable] = value
+    try:
+        return dist.new_group(backend="weft", timeout=timedelta(seconds=60))
+    finally:
+        if saved is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = saved
 
 
 def dname(dtype):

@@ -40,8 +40,8 @@ import rank_launcher
 # mixins so that the parent can check --only without importing torch.
 CASES = ("allreduce_matrix", "allreduce_noncontiguous", "allreduce_coalesced", "broadcast",
          "reduce", "all_gather", "all_gather_base", "all_gather_coalesced", "gather_scatter",
-         "reduce_scatter", "all_to_all", "point_to_point", "batch_p2p", "async_work",
-         "deferred_calls", "subgroup", "weft_memory", "errors")
+         "reduce_scatter", "all_to_all", "point_to_point", "p2p_beside_collectives", "batch_p2p",
+         "async_work", "deferred_calls", "subgroup", "weft_memory", "errors")
 
 
 def rank_main(args):

@@ -4,15 +4,17 @@
 `dead_peer_test.py --nranks N` spawns N ranks on 127.0.0.1 (rank_launcher.py) that initialise
 the default group with backend "weft" and run a few all_reduce calls; then the last rank, N-1,
 ends with os._exit(3): no goodbye, no destroy_process_group. The launcher counts that exit as
-the dying rank's success; any survivor failure, or a run past --timeout, fails the test. Three
+the dying rank's success; any survivor failure, or a run past --timeout, fails the test. Four
 scenarios, each a run of its own (a group fails only once):
 
   dead    rank N-1 is gone (reaped) before the survivors call all_reduce;
   dying   the survivors are in all_reduce, or about to be, when rank N-1 exits;
   async   the survivors issue all_reduce(async_op=True), then rank N-1 exits: the Work's wait()
-          must raise, and so must its get_future().wait().
+          must raise, and so must its get_future().wait();
+  recv    the survivors post irecv(src=N-1), which waits on the group's point-to-point
+          communicator, then rank N-1 exits: the Work's wait() must raise.
 
-`--scenario` picks some; the default runs all three in turn, each with its own --timeout.
+`--scenario` picks some; the default runs all four in turn, each with its own --timeout.
 
 In each, every survivor's failing call (on a 1000-element tensor; in async, wait() and then the
 future's wait()) must raise a RuntimeError whose message starts with "weft:" and names
@@ -35,7 +37,7 @@ from datetime import timedelta
 
 import rank_launcher
 
-SCENARIOS = ("dead", "dying", "async")
+SCENARIOS = ("dead", "dying", "async", "recv")
 DEADLINE_S = 2.0
 DYING_EXIT = 3
 
@@ -107,6 +109,12 @@ class Survivor:
             what = "Work.get_future().wait() of the same all_reduce"
             future = work.get_future()
             self.expect_names_dead_rank(what, self.expect_failure(what, future.wait))
+            return
+        if scenario == "recv":
+            work = dist.irecv(x, src=self.dead)
+            store.set(f"ready{self.rank}", "1")
+            what = f"Work.wait() of an irecv from rank {self.dead}, which dies"
+            self.expect_names_dead_rank(what, self.expect_failure(what, work.wait))
             return
         store.set(f"ready{self.rank}", "1")
         if scenario == "dead":

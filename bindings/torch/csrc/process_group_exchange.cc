@@ -289,7 +289,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall(std::vector<at::Tensor
 }
 
 // Tags are not matched: weft delivers the messages between two ranks in the order they were
-// posted, which is what code that pairs each send with one receive relies on.
+// posted, which is what code that pairs each send with one receive relies on. They travel on
+// p2pComm_, apart from the collectives' messages.
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dstRank,
                                                       int /*tag*/) {
   checkSingle(tensors, "send", "tensors");
@@ -300,7 +301,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& t
   void* send = in.data_ptr();
   size_t count = in.numel();
   return launchCall(c10d::OpType::SEND, "send to rank " + std::to_string(dstRank), tensors, {in},
-                    Finisher(), [send, count, type, dstRank, comm = comm_](weftRequest_t* request) {
+                    Finisher(),
+                    [send, count, type, dstRank, comm = p2pComm_](weftRequest_t* request) {
                       return weftSend(send, count, type, dstRank, comm, request);
                     });
 }
@@ -316,7 +318,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& t
   size_t count = out.buffer.numel();
   return launchCall(c10d::OpType::RECV, "receive from rank " + std::to_string(srcRank), tensors,
                     {out.buffer}, out.finisher,
-                    [recv, count, type, srcRank, comm = comm_](weftRequest_t* request) {
+                    [recv, count, type, srcRank, comm = p2pComm_](weftRequest_t* request) {
                       return weftRecv(recv, count, type, srcRank, comm, request);
                     });
 }

@@ -34,6 +34,17 @@ int64_t deferBytesFromEnv() {
   return bytes;
 }
 
+// WEFT_TORCH_P2P_COMM: 1 (the default) gives point-to-point calls a communicator of their own.
+bool separateP2pFromEnv() {
+  const char* value = std::getenv("WEFT_TORCH_P2P_COMM");
+  if (value == nullptr || *value == '\0') return true;
+  const std::string text(value);
+  TORCH_CHECK(text == "0" || text == "1", "weft: WEFT_TORCH_P2P_COMM='", text,
+              "' must be 1 (sends and receives on a communicator of their own) or 0 (on the "
+              "group's)");
+  return text == "1";
+}
+
 int deadlineMs(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) return WEFT_CONFIG_UNDEF_INT;
   return static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
@@ -61,31 +72,55 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   config.timeoutMs = deadlineMs(timeout);
   check(weftCommInitRankConfig(&comm_, size, id, rank, &config), "rendezvous");
   completer_ = std::make_shared<Completer>(comm_);
+  p2pComm_ = comm_;
+  p2pCompleter_ = completer_;
+  if (separateP2pFromEnv()) {
+    weftComm_t split = nullptr;
+    weftResult_t result = weftCommSplit(comm_, 0, rank, &split, &config);
+    if (result != weftSuccess) {
+      // The destructor does not run for a constructor that throws.
+      std::string detail = weftGetLastError(comm_);
+      completer_.reset();
+      weftCommDestroy(comm_);
+      TORCH_CHECK(false, "weft: the point-to-point communicator: ", weftGetErrorString(result),
+                  detail.empty() ? "" : ": ", detail,
+                  " (WEFT_TORCH_P2P_COMM=0 keeps sends and receives on the group's)");
+    }
+    p2pComm_ = split;
+    p2pCompleter_ = std::make_shared<Completer>(p2pComm_);
+  }
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
-  // The last reference can go on the completer thread (a future's callback that held the group
-  // is dropped with the call's Work): that thread cannot wait for itself, so it finishes the
-  // queue and destroys the communicator once this destructor has returned.
-  if (completer_ && completer_->onItsThread()) {
+  const bool separate = p2pComm_ != comm_;
+  if (!separate) p2pCompleter_.reset();
+  // The last reference can go on a completer thread (a future's callback that held the group
+  // is dropped with the call's Work): that thread cannot wait for itself, so each completer
+  // finishes its queue and destroys its communicator on its own thread once this destructor
+  // has returned.
+  if ((completer_ && completer_->onItsThread()) ||
+      (p2pCompleter_ && p2pCompleter_->onItsThread())) {
     Completer::retireOnItsThread(std::move(completer_), comm_);
+    if (p2pCompleter_) Completer::retireOnItsThread(std::move(p2pCompleter_), p2pComm_);
     return;
   }
-  // Python drops the group holding the GIL, and the completer may need the GIL to free the
-  // last reference to a tensor Python owns: waiting for the completer with the GIL held would
+  // Python drops the group holding the GIL, and a completer may need the GIL to free the last
+  // reference to a tensor Python owns: waiting for the completers with the GIL held would
   // deadlock, so the GIL is let go for the wait.
   PyThreadState* released = nullptr;
   if (Py_IsInitialized() && PyGILState_Check()) released = PyEval_SaveThread();
-  // Every queued call completes (or fails at the communicator's deadline) before the
-  // communicator goes: nothing is left reading or writing a tensor.
+  // Every queued call completes (or fails at its communicator's deadline) before the
+  // communicators go: nothing is left reading or writing a tensor.
   completer_.reset();
-  if (comm_ != nullptr) weftCommDestroy(comm_);
+  p2pCompleter_.reset();
+  weftCommDestroy(comm_);
+  if (separate) weftCommDestroy(p2pComm_);
   if (released != nullptr) PyEval_RestoreThread(released);
 }
 
-void ProcessGroupWeft::check(weftResult_t result, const std::string& what) const {
+void ProcessGroupWeft::check(weftResult_t result, const std::string& what, weftComm_t comm) const {
   if (result == weftSuccess) return;
-  const char* detail = weftGetLastError(comm_);
+  const char* detail = weftGetLastError(comm);
   TORCH_CHECK(false, "weft: ", what, ": ", weftGetErrorString(result),
               (detail && *detail) ? std::string(": ") + detail : std::string());
 }
@@ -94,8 +129,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(
     c10d::OpType type, const std::string& what, std::vector<at::Tensor> outputs,
     std::vector<at::Tensor> keepAlive, Finisher finisher,
     const std::function<void(WeftWork&)>& issue) {
-  // Issued here, so every call handed to the completer before must reach weft first.
-  completer_->waitUntilRun();
+  // Issued here, so every call handed to its completer before must reach weft first.
+  completerFor(type).waitUntilRun();
   auto work = c10::make_intrusive<WeftWork>(getRank(), type, what, std::move(outputs),
                                             std::move(keepAlive), std::move(finisher));
   issue(*work);
@@ -103,8 +138,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(
   // the completer gets the works then, so that it never waits on a group still being built.
   if (coalescingDepth_ > 0) {
     coalesced_.push_back(work);
-  } else if (type == c10d::OpType::SEND || type == c10d::OpType::RECV) {
-    completer_->addForWaiter(work);
+  } else if (isPointToPoint(type)) {
+    p2pCompleter_->addForWaiter(work);
   } else {
     completer_->add(work);
   }
@@ -125,7 +160,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(c10d::OpType type,
                                                             std::vector<at::Tensor> outputs,
                                                             std::vector<at::Tensor> keepAlive,
                                                             Finisher finisher, WeftCall call) {
-  const bool pointToPoint = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+  const bool pointToPoint = isPointToPoint(type);
   if (coalescingDepth_ > 0 || pointToPoint) {
     // Part of a batch: issued with the batch's other calls, in one weft group on this thread.
     // A send or receive alone: issued here with a request, which weft leaves outstanding while
@@ -134,7 +169,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launchCall(c10d::OpType type,
     return launch(type, what, std::move(outputs), std::move(keepAlive), std::move(finisher),
                   [&](WeftWork& work) {
                     weftRequest_t request = nullptr;
-                    check(call(&request), what);
+                    check(call(&request), what, pointToPoint ? p2pComm_ : comm_);
                     work.addRequest(request);
                   });
   }
@@ -291,7 +326,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOpti
 
 #if TORCH_VERSION_MAJOR < 2
 void ProcessGroupWeft::startCoalescing() {
-  completer_->waitUntilRun();  // the batch is issued on this thread, after what came before
+  // The batch is issued on this thread, after the sends and receives that came before. torch
+  // batches sends and receives only, so on a communicator of their own it need not wait for
+  // the group's queued collectives (their peers may be inside this batch's counterpart); with
+  // WEFT_TORCH_P2P_COMM=0 p2pCompleter_ is completer_, and it waits for them. (Anything else
+  // in a batch waits for its own completer in launch().)
+  p2pCompleter_->waitUntilRun();
   check(weftGroupStart(), "startCoalescing");
   ++coalescingDepth_;
 }
@@ -302,7 +342,10 @@ void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>
   weftResult_t ended = weftGroupEnd();
   if (coalescingDepth_ == 0) {
     // Handed over even when the group failed: each work then completes with the failure.
-    for (auto& work : coalesced_) completer_->add(std::move(work));
+    for (auto& work : coalesced_) {
+      Completer& completer = completerFor(work->retrieveOpType());
+      completer.add(std::move(work));
+    }
     coalesced_.clear();
   }
   check(ended, "endCoalescing");

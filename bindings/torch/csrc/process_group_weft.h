@@ -34,7 +34,8 @@ class ProcessGroupWeft : public WeftBase {
  public:
   // Rendezvous through torch's store: rank 0 creates weft's unique id and publishes it under a
   // key of this group's (prefixed) store; the others read it. `timeout` becomes the
-  // communicator's deadline for every wait (WEFT_TIMEOUT, when set, wins).
+  // communicator's deadline for every wait (WEFT_TIMEOUT, when set, wins). The point-to-point
+  // communicator is split from the first one here (see p2pComm_).
   ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                    std::chrono::milliseconds timeout);
   ~ProcessGroupWeft() override;
@@ -105,7 +106,18 @@ class ProcessGroupWeft : public WeftBase {
                                             std::vector<at::Tensor> outputs,
                                             std::vector<at::Tensor> keepAlive, Finisher finisher,
                                             WeftCall call);
-  void check(weftResult_t result, const std::string& what) const;
+  void check(weftResult_t result, const std::string& what) const {
+    check(result, what, comm_);
+  }
+  // `comm` is the communicator whose last error explains the failure.
+  void check(weftResult_t result, const std::string& what, weftComm_t comm) const;
+  static bool isPointToPoint(c10d::OpType type) {
+    return type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+  }
+  // Point-to-point calls go to p2pCompleter_, the rest to completer_.
+  Completer& completerFor(c10d::OpType type) const {
+    return isPointToPoint(type) ? *p2pCompleter_ : *completer_;
+  }
   // Whether a collective is deferred until waited on (weft_work.h): one of at most deferBytes_
   // through the tensors weft touches, outside a batch, with no earlier call still to complete
   // (it would run after them, holding up its waiter).
@@ -131,8 +143,17 @@ class ProcessGroupWeft : public WeftBase {
                       const std::vector<int64_t>& inputCounts, weftDataType_t type);
 
   weftComm_t comm_ = nullptr;
+  // Sends and receives run on a communicator of their own, so that their messages never meet a
+  // collective's: weft matches the messages between two ranks in posting order, and a receive
+  // left pending on comm_ would catch the peer's next collective message. Apart, a pending
+  // irecv waits for its send whatever collectives run meanwhile, as gloo's does.
+  // WEFT_TORCH_P2P_COMM=0 keeps them on comm_ (one communicator per group, half the set-up).
+  weftComm_t p2pComm_ = nullptr;
   int64_t deferBytes_ = 0;                // WEFT_TORCH_DEFER_BYTES
   std::shared_ptr<Completer> completer_;  // shared: see Completer::retireOnItsThread
+  // Completes the point-to-point calls: a receive still waiting for its send must not hold up
+  // the collectives queued on completer_. The same object as completer_ when p2pComm_ is comm_.
+  std::shared_ptr<Completer> p2pCompleter_;
   int coalescingDepth_ = 0;
   std::vector<c10::intrusive_ptr<WeftWork>> coalesced_;  // issued inside the open batch
 };

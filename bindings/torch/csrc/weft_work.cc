@@ -136,6 +136,7 @@ void Completer::retireOnItsThread(std::shared_ptr<Completer> self, weftComm_t co
   completer->commToDestroy_ = comm;
   completer->thread_.detach();
   completer->retiredSelf_ = std::move(self);
+  completer->wake_.notify_one();  // called from another completer's thread, this one may sleep
 }
 
 Completer::~Completer() {

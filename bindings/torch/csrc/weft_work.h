@@ -111,8 +111,8 @@ class Completer {
   // Nothing issued through here is still to complete: a call issued now runs next.
   bool idle() const { return outstanding_.load(std::memory_order_acquire) == 0; }
   bool onItsThread() const { return std::this_thread::get_id() == thread_.get_id(); }
-  // For a group destroyed on the completer thread itself: the thread keeps `self` alive, runs
-  // what is queued, destroys `comm` and then lets `self` go.
+  // For a group destroyed on a completer thread (this one's or its sibling's): the thread keeps
+  // `self` alive, runs what is queued, destroys `comm` and then lets `self` go.
   static void retireOnItsThread(std::shared_ptr<Completer> self, weftComm_t comm);
 
  private:
