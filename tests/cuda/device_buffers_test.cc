@@ -98,7 +98,12 @@ TEST_CASE("every collective on device buffers, staged through pinned memory", "[
   ScopedEnv via("WEFT_TRANSPORT", transport);
   MatrixOptions options;
   options.device = &memory;
-  options.types = {weftFloat32, weftInt32, weftBfloat16, weftInt8};
+  // The staging is the same for every type; sanitizer builds (which cap the rank count) keep a
+  // 4-byte and a 2-byte one, and the release build checks all four.
+  const bool capped = std::getenv("WEFT_TEST_MAX_RANKS") != nullptr;
+  options.types = capped
+                      ? std::vector<weftDataType_t>{weftFloat32, weftBfloat16}
+                      : std::vector<weftDataType_t>{weftFloat32, weftInt32, weftBfloat16, weftInt8};
   checkMatrix(n, options);
   CHECK(gpu.fake.misuses().empty());
 }
