@@ -19,12 +19,20 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def rank_main(rank, nprocs, port, backend, counts, calls):
-    if backend == "weft":
+def init_rank(rank, nprocs, port, backend, **options):
+    """One rank's default group on 127.0.0.1:port. `backend` is gloo, weft, or weft_shared: weft
+    with WEFT_TORCH_P2P_COMM=0 (sends and receives on the group's own communicator)."""
+    if backend.startswith("weft"):
         import weft_torch  # noqa: F401  (registers the backend)
+        os.environ["WEFT_TORCH_P2P_COMM"] = "0" if backend == "weft_shared" else "1"
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group(backend, rank=rank, world_size=nprocs)
+    dist.init_process_group("weft" if backend.startswith("weft") else backend, rank=rank,
+                            world_size=nprocs, **options)
+
+
+def rank_main(rank, nprocs, port, backend, counts, calls):
+    init_rank(rank, nprocs, port, backend)
     for count in counts:
         tensor = torch.ones(count)
         for _ in range(5):

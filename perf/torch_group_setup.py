@@ -13,26 +13,19 @@ gives the median over rounds and the spread (min-max).
 """
 
 import argparse
-import os
 import statistics
 import time
 from datetime import timedelta
 
-import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from torch_allreduce import free_port  # the same script directory
+from torch_allreduce import free_port, init_rank  # the same script directory
 
 
 def rank_main(rank, nprocs, port, backend, groups, queue):
-    if backend.startswith("weft"):
-        import weft_torch  # noqa: F401  (registers the backend)
-        os.environ["WEFT_TORCH_P2P_COMM"] = "0" if backend == "weft_shared" else "1"
-    torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    init_rank(rank, nprocs, port, backend, timeout=timedelta(seconds=60))
     name = "weft" if backend.startswith("weft") else backend
-    dist.init_process_group(name, rank=rank, world_size=nprocs, timeout=timedelta(seconds=60))
 
     def one_group():
         group = dist.new_group(backend=name)

@@ -12,7 +12,6 @@ element counts (--counts).
 """
 
 import argparse
-import os
 import statistics
 import time
 
@@ -20,17 +19,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from torch_allreduce import free_port  # the same script directory
+from torch_allreduce import free_port, init_rank  # the same script directory
 
 
 def rank_main(rank, port, backend, counts, calls, nonblocking, queue):
-    if backend.startswith("weft"):
-        import weft_torch  # noqa: F401  (registers the backend)
-        os.environ["WEFT_TORCH_P2P_COMM"] = "0" if backend == "weft_shared" else "1"
-    torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("weft" if backend.startswith("weft") else backend, rank=rank,
-                            world_size=2)
+    init_rank(rank, 2, port, backend)
     peer = 1 - rank
 
     def send(tensor):

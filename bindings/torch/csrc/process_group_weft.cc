@@ -342,10 +342,7 @@ void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>
   weftResult_t ended = weftGroupEnd();
   if (coalescingDepth_ == 0) {
     // Handed over even when the group failed: each work then completes with the failure.
-    for (auto& work : coalesced_) {
-      Completer& completer = completerFor(work->retrieveOpType());
-      completer.add(std::move(work));
-    }
+    for (auto& work : coalesced_) completerFor(work->retrieveOpType()).add(std::move(work));
     coalesced_.clear();
   }
   check(ended, "endCoalescing");
