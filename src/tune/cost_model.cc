@@ -446,8 +446,10 @@ double replicatedAllreduce(const Costing& flat, AlgoId inner, double bytes) {
   } else if (perNode > 1) {
     inNode = ceilLog2(perNode) * (edge.time(bytes) + flat.gamma(bytes));
   }
+  // On uneven nodes each group's rank sends the result to the node-mates beyond the groups,
+  // one message after another.
   const int groups = layout.minPerNode;
-  const double extras = perNode > groups ? edge.time(bytes) : 0;
+  const double extras = std::ceil(double(perNode - groups) / groups) * edge.time(bytes);
   return inNode + groupsAmongNodes(flat, groups).flatAllreduce(inner, bytes) + extras;
 }
 
@@ -475,14 +477,18 @@ double predictMicros(const CostParams& params, const CostLayout& layout, CollTyp
       const int parts = layout.minPerNode;
       const double part = bytes / parts;
       // Below kSplitWindowsFromBytes, and always where node-mates share no memory, each stage
-      // inside a node is a message to or from each node-mate, one after another; on windows,
-      // one flag round per window area.
+      // inside a node is a message to or from each node-mate, one after another (each part's
+      // owner receives a part from every node-mate). On windows it is one flag round per window
+      // area, and each rank copies what it does not own: every part but its own, or, where a
+      // node has more ranks than parts (uneven nodes), the whole buffer for those that own none.
       const LinkCost edge = flat.link(0);
       const bool onWindows = layout.intraShm && bytes >= two_level::kSplitWindowsFromBytes;
       const double latencies = onWindows ? 1 : layout.maxPerNode - 1;
+      const double copied = !onWindows                  ? (layout.maxPerNode - 1) * part
+                            : layout.maxPerNode > parts ? bytes
+                                                        : bytes - part;
       const double inNode = layout.maxPerNode > 1
-                                ? latencies * edge.alphaMicros +
-                                      (layout.maxPerNode - 1) * part * edge.betaMicrosPerByte
+                                ? latencies * edge.alphaMicros + copied * edge.betaMicrosPerByte
                                 : 0;
       // The parts' exchanges among nodes run at once.
       return 2 * inNode + flat.gamma(bytes) +

@@ -246,6 +246,33 @@ TEST_CASE("the replicated all-reduce saves the broadcast back and pays the netwo
         2 * predict(windows, AlgoId::kTwoLevelSplit, large, AlgoId::kRabenseifner));
 }
 
+TEST_CASE("on uneven nodes the ranks beyond the smallest node's count pay for the whole buffer",
+          "[tune]") {
+  // 3 + 2 + 1 ranks: one part for the split and one group for the replicated form.
+  Layout uneven;
+  uneven.nodes = topo::buildNodeLayout({10, 10, 10, 11, 11, 12});
+  uneven.nranks = uneven.nodes.nranks();
+  uneven.cost = buildCostLayout(uneven.nodes, true);
+  REQUIRE(parseLink("2GB/s,8us", &uneven.params.net).isOk());
+  REQUIRE(parseLink("5GB/s,5us", &uneven.params.shm).isOk());
+  const double gamma = uneven.params.gammaMicrosPerByte;
+  // The split's window stages: node 0's two ranks that own no part copy the whole buffer in
+  // and out, one buffer each at once, not a part per node-mate. With one part its stage among
+  // nodes is two_level_shm's, so the two differ only by who reduces what.
+  const size_t large = size_t{256} << 10;
+  const double bytes = static_cast<double>(large);
+  CHECK(predict(uneven, AlgoId::kTwoLevelSplit, large) -
+            predict(uneven, AlgoId::kTwoLevelShm, large) ==
+        Approx(gamma * bytes * (1 - 1.0 / 3)));
+  // The replicated form's one group sends the result to node 0's other two ranks in turn: two
+  // messages where two_level_shm has its second window stage (one message's time).
+  const size_t small = 1024;
+  const double message = uneven.params.shm.time(static_cast<double>(small));
+  CHECK(predict(uneven, AlgoId::kTwoLevelReplicated, small, AlgoId::kRecursiveDoubling) -
+            predict(uneven, AlgoId::kTwoLevelShm, small, AlgoId::kRecursiveDoubling) ==
+        Approx(message + gamma * static_cast<double>(small) * (2 - 1.0 / 3)));
+}
+
 TEST_CASE("the two-level broadcast and all-gather end on shared windows from 64 KiB", "[tune]") {
   auto [windows, messages] = sharedAndNetworkNodes();
   auto price = [](const Layout& layout, CollType coll, size_t bytes) {
