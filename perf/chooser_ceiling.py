@@ -12,31 +12,23 @@ medians, and by each half's best time (what perf/seed_bench.sh keeps of its repe
     perf/chooser_ceiling.py FOLDER        FOLDER: the OUT of perf/cluster_algos.sh"""
 import glob
 import os
-import re
 import statistics
 import sys
 from collections import defaultdict
 
-RUN = re.compile(r"(.+?)\.([a-z_]+)\.(small|large)\.(\d+)\.txt$")
+from perf_logs import ALGOS_RUN, table_rows
 
 
 def times_by_round(folder):
     """{(config, size): {algo: {round: us}}} of the out-of-place times."""
     times = defaultdict(lambda: defaultdict(dict))
     for path in glob.glob(os.path.join(folder, "*.txt")):
-        match = RUN.match(os.path.basename(path))
+        match = ALGOS_RUN.match(os.path.basename(path))
         if not match:
             continue
         config, algo, _, round_ = match.groups()
-        with open(path, encoding="utf-8") as log:
-            for line in log:
-                cells = line.split()
-                if len(cells) < 13 or not cells[0].isdigit() or int(cells[0]) == 0:
-                    continue
-                try:
-                    times[(config, int(cells[0]))][algo][int(round_)] = float(cells[5])
-                except ValueError:
-                    pass  # a log line of another rank written across the table
+        for size, us in table_rows(path):
+            times[(config, size)][algo][int(round_)] = us
     return times
 
 
